@@ -1,0 +1,1 @@
+"""Benchmarks: figures measured on the machine at hand, never pass/fail assertions."""

@@ -1,0 +1,1 @@
+"""The conformance suite: features and profiles, tests, the runner, the report, and the CLI."""

@@ -1,0 +1,74 @@
+"""The ``servecert`` command: one entry point, subcommands registered from the modules that own them.
+
+Heavy imports happen inside each subcommand's runner, so ``servecert --help`` is quick and one
+subcommand's dependencies never slow another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+Runner = Callable[[argparse.Namespace], int]
+
+
+def _engine_serve(args: argparse.Namespace) -> int:
+    from fakes import serve
+
+    return serve.run(args)
+
+
+def _bench_engine(args: argparse.Namespace) -> int:
+    from benchmarks import engine_bench
+
+    return engine_bench.run(args)
+
+
+def _certify(args: argparse.Namespace) -> int:
+    from conformance import certify
+
+    return certify.run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from benchmarks import engine_bench
+    from conformance import certify
+    from fakes import serve
+
+    parser = argparse.ArgumentParser(
+        prog="servecert",
+        description="Conformance suite and test harness for Kubernetes LLM-serving control planes.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    engine = commands.add_parser("engine", help="fake GPU engines").add_subparsers(dest="action", required=True)
+    serve_p = engine.add_parser("serve", help="start fake engines in the foreground and print their addresses")
+    serve.add_arguments(serve_p)
+    serve_p.set_defaults(run=_engine_serve)
+
+    bench = commands.add_parser("bench", help="benchmarks (figures, never pass/fail)").add_subparsers(
+        dest="action", required=True
+    )
+    bench_engine = bench.add_parser("engine", help="SSE throughput of one engine and RSS of many idle engines")
+    engine_bench.add_arguments(bench_engine)
+    bench_engine.set_defaults(run=_bench_engine)
+
+    certify_p = commands.add_parser("certify", help="run conformance profiles against an implementation and write the report")
+    certify.add_arguments(certify_p)
+    certify_p.set_defaults(run=_certify)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    run: Runner = args.run
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""``servecert engine serve``: run fake engines in the foreground until interrupted.
+
+The command line maps one-to-one onto ``EngineConfig``; topology comes from the environment
+(both the seed's and Dynamo's variables, see ``fakes.topology_env``) unless ``--topology`` gives
+the domains directly. A start-up refusal (bad variable, topology file never populated) prints
+one line naming the cause and exits 2, like a worker's hard exit. With ``--count 1`` a crash of
+the engine ends the process with status 3, so a supervisor (the pod runner) sees it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from fakes import faults, network, timing, topology_env
+from fakes.engine import ROLES, Engine, EngineConfig
+from fakes.host import EngineHost, addresses
+
+EXIT_STARTUP = 2
+EXIT_CRASHED = 3
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="served model name")
+    p.add_argument("--port", type=int, default=8000, help="port (0 = any free port)")
+    p.add_argument("--host", default="127.0.0.1", help="address; with --count, each engine gets the next loopback address")
+    p.add_argument("--role", choices=ROLES, default="agg")
+    p.add_argument("--count", type=int, default=1, help="engines to start in this process")
+    p.add_argument("--time-scale", type=float, default=1.0, help="simulated seconds per real second; 0 = no delays")
+    p.add_argument("--block-size", type=int, default=16)
+    p.add_argument("--num-gpu-blocks", type=int, default=16384)
+    p.add_argument("--max-num-seqs", type=int, default=256)
+    p.add_argument("--max-num-batched-tokens", type=int, default=8192)
+    p.add_argument("--context-length", type=int, default=8192)
+    p.add_argument("--no-prefix-caching", action="store_true")
+    p.add_argument("--no-chunked-prefill", action="store_true")
+    p.add_argument("--tensor-parallel-size", type=int, default=1)
+    p.add_argument("--dtype", default="fp16")
+    p.add_argument("--engine-version", default="1", help="KV layout / engine version")
+    p.add_argument("--protocol-version", default="1", help="runtime protocol version spoken with frontends")
+    p.add_argument("--kv-bytes-per-token", type=int, default=131072)
+    p.add_argument("--namespace", default=os.environ.get("DYN_NAMESPACE", "dynamo"), help="dynamo namespace")
+    p.add_argument("--timing", default="polynomial", help="polynomial | constant:PREFILL_MS:DECODE_MS | table:PATH")
+    p.add_argument("--qos", type=Path, help="QoS table (JSON/YAML) for pricing KV transfers")
+    p.add_argument("--topology", help="domains directly, e.g. zone=a,rack=r1,host=h1 (instead of env/files)")
+    p.add_argument("--engine-id", help="engine id (default: generated); with --count, a suffix -i is added")
+    g = p.add_argument_group("fault injection")
+    g.add_argument("--error-rate", type=float, default=0.0)
+    g.add_argument("--crash-after", type=int, default=0)
+    g.add_argument("--stall-after", type=int, default=0)
+    g.add_argument("--stall-seconds", type=float, default=0.0)
+    g.add_argument("--startup-seconds", type=float, default=0.0, help="model-load time before /health is 200")
+    g.add_argument("--kill-stream-after", type=int, default=0)
+    g.add_argument("--fault-seed", type=int, default=0)
+
+
+def config_from_args(args: argparse.Namespace, index: int = 0) -> EngineConfig:
+    """Build one engine's config; raises ValueError or TopologyStartupError naming the bad input."""
+    if args.topology:
+        topo = topology_env.TopologyConfig(enabled=True, domains=topology_env.parse_domains(args.topology))
+    else:
+        topo = topology_env.load(os.environ)
+    qos = network.load_qos(args.qos) if args.qos else None
+    engine_id = ""
+    if args.engine_id:
+        engine_id = args.engine_id if args.count == 1 else f"{args.engine_id}-{index}"
+    return EngineConfig(
+        model=args.model,
+        role=args.role,
+        engine_id=engine_id,
+        namespace=args.namespace,
+        time_scale=args.time_scale,
+        block_size=args.block_size,
+        num_gpu_blocks=args.num_gpu_blocks,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        enable_prefix_caching=not args.no_prefix_caching,
+        enable_chunked_prefill=not args.no_chunked_prefill,
+        context_length=args.context_length,
+        tensor_parallel_size=args.tensor_parallel_size,
+        dtype=args.dtype,
+        engine_version=args.engine_version,
+        protocol_version=args.protocol_version,
+        kv_bytes_per_token=args.kv_bytes_per_token,
+        timing=timing.from_spec(args.timing),
+        network=network.FakeNetwork(qos=qos) if qos else network.FakeNetwork(),
+        topology=topo,
+        faults=faults.Faults(
+            error_rate=args.error_rate,
+            crash_after=args.crash_after,
+            stall_after=args.stall_after,
+            stall_seconds=args.stall_seconds,
+            startup_seconds=args.startup_seconds,
+            kill_stream_after=args.kill_stream_after,
+            seed=args.fault_seed,
+        ),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.count < 1:
+        print("servecert engine serve: error: --count must be >= 1", file=sys.stderr)
+        return EXIT_STARTUP
+    try:
+        configs = [config_from_args(args, i) for i in range(args.count)]
+        hosts = addresses(args.host, args.count)
+    except (ValueError, OSError, topology_env.TopologyStartupError) as exc:
+        print(f"servecert engine serve: error: {exc}", file=sys.stderr)
+        return EXIT_STARTUP
+    return asyncio.run(_serve(args, configs, hosts))
+
+
+async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: list[str]) -> int:
+    stop = asyncio.Event()
+    crashed: list[Engine] = []
+
+    def on_crash(engine: Engine) -> None:
+        print(f"engine {engine.engine_id} crashed", file=sys.stderr, flush=True)
+        crashed.append(engine)
+        if args.count == 1:
+            stop.set()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    host = EngineHost(on_crash=on_crash)
+    try:
+        for i, (config, address) in enumerate(zip(configs, hosts, strict=True)):
+            port = args.port if args.port == 0 or hosts.count(address) == 1 else args.port + i
+            engine = await host.add(config, address, port)
+            print(f"engine {engine.engine_id} role={config.role} model={config.model} url={engine.url}", flush=True)
+        print(f"ready: {len(host.engines)} engine(s)", flush=True)
+        await stop.wait()
+    except OSError as exc:
+        print(f"servecert engine serve: error: cannot listen: {exc}", file=sys.stderr)
+        return EXIT_STARTUP
+    finally:
+        await host.close()
+    return EXIT_CRASHED if crashed and args.count == 1 else 0

@@ -1,0 +1,381 @@
+"""HTTP face of one fake engine (aiohttp): OpenAI routes, the runtime API, ground truth, streams.
+
+``create_app(engine)`` returns the application; the engine's scheduler loop starts and stops with
+it (a ``cleanup_ctx``). Routes:
+
+- OpenAI: ``POST /v1/completions``, ``POST /v1/chat/completions`` (SSE, one token per
+  ``data:`` chunk, ending ``data: [DONE]``), ``GET /v1/models``, ``GET /health``,
+  ``GET /metrics`` (Prometheus, vLLM names).
+- Runtime API for frontends (see ``protocol.engine_api``): ``POST /engine/generate``,
+  ``POST /engine/prefill``, ``POST /engine/kv/pull``, ``GET /engine/metadata``.
+- Ground truth and streams: ``GET /groundtruth?since=N``, ``GET /events/kv?since=N`` and
+  ``GET /events/fpm`` (SSE of JSON records), ``POST /admin/faults``.
+
+A decode request's KV is pulled from the prefill engine named in its handle (``fakes.kv_pull``)
+before it is queued; the transfer, priced by the fake network, lands in the ground-truth record.
+Every request the engine refuses is recorded too, with the refusal's error code as its outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from fakes import groundtruth, kv_pull, openai_api
+from fakes.engine import Engine, EngineError, Seq
+from protocol import engine_api, tokenizer
+from protocol.engine_api import EngineRequest
+
+ENGINE = web.AppKey("engine", Engine)
+SESSION = web.AppKey("session", aiohttp.ClientSession)
+ENGINE_HEADER = "x-servecert-engine"
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+MAX_SUBSCRIPTION_SECONDS = 6 * 3600.0
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def create_app(engine: Engine) -> web.Application:
+    app = web.Application(middlewares=[_errors], client_max_size=64 * 1024 * 1024)
+    app[ENGINE] = engine
+    app.cleanup_ctx.append(_lifecycle)
+    app.router.add_get("/health", health)
+    app.router.add_get("/v1/models", models)
+    app.router.add_post("/v1/completions", completions)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_get("/metrics", prometheus)
+    app.router.add_post("/engine/generate", engine_generate)
+    app.router.add_post("/engine/prefill", engine_prefill)
+    app.router.add_post("/engine/kv/pull", engine_kv_pull)
+    app.router.add_get("/engine/metadata", engine_metadata)
+    app.router.add_get("/groundtruth", ground_truth)
+    app.router.add_get("/events/kv", kv_events)
+    app.router.add_get("/events/fpm", fpm_events)
+    app.router.add_post("/admin/faults", admin_faults)
+    return app
+
+
+async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
+    engine = app[ENGINE]
+    app[SESSION] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+    await engine.start()
+    yield
+    await engine.stop()
+    await app[SESSION].close()
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except openai_api.ApiError as err:
+        return web.json_response(err.body(), status=err.status)
+    except EngineError as err:
+        return web.json_response(_engine_error_body(err), status=err.status)
+
+
+def _engine_error_body(err: EngineError) -> dict[str, Any]:
+    return openai_api.ApiError(err.status, str(err), code=err.code).body()
+
+
+# -- OpenAI routes ------------------------------------------------------------------------------
+async def health(request: web.Request) -> web.Response:
+    engine = request.app[ENGINE]
+    if engine.ready:
+        return web.json_response({"status": "ok", "engine_id": engine.engine_id})
+    return web.json_response({"status": "loading" if not engine.crashed else "crashed"}, status=503)
+
+
+async def models(request: web.Request) -> web.Response:
+    cfg = request.app[ENGINE].config
+    model = {"id": cfg.model, "object": "model", "created": 0, "owned_by": "servecert", "max_model_len": cfg.context_length}
+    return web.json_response({"object": "list", "data": [model]})
+
+
+async def completions(request: web.Request) -> web.StreamResponse:
+    return await _openai(request, openai_api.parse_completion)
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    return await _openai(request, openai_api.parse_chat)
+
+
+async def _openai(
+    request: web.Request, parse: Callable[[dict[str, Any], str, int], openai_api.OpenAIRequest]
+) -> web.StreamResponse:
+    engine = request.app[ENGINE]
+    body = openai_api.load_json(await request.read())
+    req = parse(body, engine.config.model, engine.config.context_length)
+    prefix = "chatcmpl-" if req.chat else "cmpl-"
+    ereq = EngineRequest(
+        request_id=prefix + uuid.uuid4().hex,
+        model=req.model,
+        token_ids=tuple(req.token_ids),
+        sampling=req.sampling,
+        mdc_checksum=None,
+        protocol_version=engine.config.protocol_version,
+        stream=req.stream,
+    )
+    seq = _admit(engine, ereq, prefill=False)
+    if not req.stream:
+        tokens = await _collect(engine, seq)
+        use = openai_api.usage(seq.prompt_len, seq.generated, seq.record.cached_tokens)
+        reason = seq.stream.finish_reason or "length"
+        body_out = openai_api.full_body(req, ereq.request_id, tokenizer.decode(tokens), reason, use)
+        return web.json_response(body_out, headers={ENGINE_HEADER: engine.engine_id})
+    writer = openai_api.ChunkWriter(ereq.request_id, req.model, req.chat)
+    resp = web.StreamResponse(headers={**SSE_HEADERS, ENGINE_HEADER: engine.engine_id})
+    await resp.prepare(request)
+    pending = writer.first()
+    done = await _pump(request, resp, engine, seq, writer.tokens, pending)
+    if not done:
+        return resp
+    if seq.stream.error is not None:
+        err = openai_api.ApiError(seq.stream.error.status, str(seq.stream.error), code=seq.stream.error.code)
+        await resp.write(openai_api.ChunkWriter.error(err))
+    else:
+        final_usage = openai_api.usage(seq.prompt_len, seq.generated, seq.record.cached_tokens) if req.include_usage else None
+        await resp.write(writer.final(seq.stream.finish_reason or "length", final_usage))
+    await resp.write_eof()
+    return resp
+
+
+async def _collect(engine: Engine, seq: Seq) -> list[int]:
+    tokens: list[int] = []
+    try:
+        while not seq.stream.done or seq.stream.tokens:
+            tokens.extend(await seq.stream.next_tokens())
+    except asyncio.CancelledError:
+        engine.abort(seq)
+        raise
+    if seq.stream.error is not None:
+        raise seq.stream.error
+    return tokens
+
+
+async def _pump(
+    request: web.Request,
+    resp: web.StreamResponse,
+    engine: Engine,
+    seq: Seq,
+    encode: Callable[[list[int]], bytes],
+    pending: bytes,
+) -> bool:
+    """Write tokens as they come; False when the stream was cut (client gone, crash, injected kill)."""
+    kill_after = engine.faults.faults.kill_stream_after
+    sent = 0
+    try:
+        while True:
+            tokens = await seq.stream.next_tokens()
+            if kill_after and sent + len(tokens) >= kill_after:
+                await resp.write(pending + encode(tokens[: kill_after - sent]))
+                engine.abort(seq)
+                _cut(request)
+                return False
+            if tokens or pending:
+                await resp.write(pending + encode(tokens))
+                pending = b""
+                sent += len(tokens)
+            if seq.stream.done and not seq.stream.tokens:
+                break
+    except ConnectionResetError:  # the client went away
+        engine.abort(seq)
+        return False
+    except asyncio.CancelledError:
+        engine.abort(seq)
+        raise
+    if engine.crashed:
+        _cut(request)
+        return False
+    return True
+
+
+def _cut(request: web.Request) -> None:
+    """Drop the connection without a proper end, as a dying process or a killed stream does."""
+    if request.transport is not None:
+        request.transport.abort()
+
+
+def _admit(engine: Engine, req: EngineRequest, prefill: bool, preloaded: engine_api.KvHandle | None = None,
+           transfer: groundtruth.TransferRecord | None = None) -> Seq:
+    record = engine.new_record(req)
+    record.transfer = transfer
+    try:
+        engine.check(req, prefill)
+        return engine.admit(req, record, preloaded)
+    except EngineError as err:
+        if record.seq == 0:  # not yet logged by admit
+            record.outcome, record.error, record.finished_at = err.code, str(err), time.time()
+            engine.log.append(record)
+        raise
+
+
+# -- runtime API for frontends ------------------------------------------------------------------------
+def _engine_request(body: dict[str, Any]) -> EngineRequest:
+    try:
+        return EngineRequest.from_dict(body)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise openai_api.ApiError(422, f"malformed engine request: {exc!r}") from None
+
+
+async def engine_generate(request: web.Request) -> web.StreamResponse:
+    engine = request.app[ENGINE]
+    req = _engine_request(openai_api.load_json(await request.read()))
+    handle, transfer = req.kv_transfer, None
+    if handle is not None:
+        try:
+            engine.check(req, prefill=False)
+            transfer = await kv_pull.pull(engine, request.app[SESSION], handle)
+        except EngineError as err:
+            _refuse(engine, req, err)
+            raise
+    seq = _admit(engine, req, prefill=False, preloaded=handle, transfer=transfer)
+    if not req.stream:
+        tokens = await _collect(engine, seq)
+        return web.json_response(_final_line(seq, tokens), headers={ENGINE_HEADER: engine.engine_id})
+    resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson", ENGINE_HEADER: engine.engine_id})
+    await resp.prepare(request)
+    if not await _pump(request, resp, engine, seq, _ndjson_tokens, b""):
+        return resp
+    line: dict[str, Any] = (
+        {"error": _engine_error_body(seq.stream.error)["error"]} if seq.stream.error is not None else _final_line(seq, None)
+    )
+    await resp.write(json.dumps(line).encode() + b"\n")
+    await resp.write_eof()
+    return resp
+
+
+def _refuse(engine: Engine, req: EngineRequest, err: EngineError) -> None:
+    record = engine.new_record(req)
+    record.outcome, record.error, record.finished_at = err.code, str(err), time.time()
+    engine.log.append(record)
+
+
+def _ndjson_tokens(tokens: list[int]) -> bytes:
+    return b"".join(b'{"token":%d}\n' % t for t in tokens)
+
+
+def _final_line(seq: Seq, tokens: list[int] | None) -> dict[str, Any]:
+    line: dict[str, Any] = {
+        "finish_reason": seq.stream.finish_reason,
+        "usage": openai_api.usage(seq.prompt_len, seq.generated, seq.record.cached_tokens),
+    }
+    if tokens is not None:
+        line["token_ids"] = tokens
+    return line
+
+
+async def engine_prefill(request: web.Request) -> web.Response:
+    engine = request.app[ENGINE]
+    req = _engine_request(openai_api.load_json(await request.read()))
+    seq = _admit(engine, req, prefill=True)
+    await _collect(engine, seq)
+    if seq.stream.handle is None:
+        raise EngineError(engine_api.ENGINE_UNAVAILABLE, "prefill ended without a KV handle")
+    return web.json_response(
+        {"kv_transfer": seq.stream.handle.to_dict(), "usage": openai_api.usage(seq.prompt_len, 0, seq.record.cached_tokens)},
+        headers={ENGINE_HEADER: engine.engine_id},
+    )
+
+
+async def engine_kv_pull(request: web.Request) -> web.Response:
+    engine = request.app[ENGINE]
+    body = openai_api.load_json(await request.read())
+    try:
+        handle_id = str(body["handle_id"])
+        dest_layout = kv_pull.layout_of(body["dest_layout"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise openai_api.ApiError(422, f"malformed pull request: {exc!r}") from None
+    seq = engine.release_handle(handle_id, dest_layout)
+    return web.json_response({"handle_id": handle_id, "num_tokens": seq.prompt_len, "released": True})
+
+
+async def engine_metadata(request: web.Request) -> web.Response:
+    return web.json_response(request.app[ENGINE].metadata())
+
+
+# -- observation --------------------------------------------------------------------------------------
+async def prometheus(request: web.Request) -> web.Response:
+    body = request.app[ENGINE].metrics.exposition()
+    return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
+
+def _int_query(request: web.Request, name: str, default: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise openai_api.ApiError(400, f"query parameter {name} must be an integer", param=name) from None
+
+
+async def ground_truth(request: web.Request) -> web.Response:
+    engine = request.app[ENGINE]
+    since = _int_query(request, "since", 0)
+    records = [r.to_dict() for r in engine.log.since(since)]
+    return web.json_response({"engine_id": engine.engine_id, "dropped": engine.log.dropped, "records": records})
+
+
+async def _subscribe(
+    request: web.Request,
+    attach: Callable[[Callable[[Any], None]], None],
+    detach: Callable[[Callable[[Any], None]], None],
+    backlog: list[dict[str, Any]],
+) -> web.StreamResponse:
+    """Stream records as SSE until the client leaves or ``max_seconds`` pass (bounded)."""
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=100_000)
+
+    def listener(item: Any) -> None:
+        with contextlib.suppress(asyncio.QueueFull):
+            queue.put_nowait(item.to_dict())
+
+    resp = web.StreamResponse(headers=SSE_HEADERS)
+    await resp.prepare(request)
+    attach(listener)
+    deadline = time.monotonic() + min(float(request.query.get("max_seconds", MAX_SUBSCRIPTION_SECONDS)), MAX_SUBSCRIPTION_SECONDS)
+    try:
+        for item in backlog:
+            await resp.write(b"data: " + json.dumps(item).encode() + b"\n\n")
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                item = await asyncio.wait_for(queue.get(), timeout=min(left, 15.0))
+            except TimeoutError:
+                await resp.write(b": keep-alive\n\n")
+                continue
+            await resp.write(b"data: " + json.dumps(item).encode() + b"\n\n")
+    except ConnectionResetError:  # the subscriber went away
+        pass
+    finally:
+        detach(listener)
+    return resp
+
+
+async def kv_events(request: web.Request) -> web.StreamResponse:
+    engine = request.app[ENGINE]
+    since = _int_query(request, "since", -1)
+    backlog = [e.to_dict() for e in engine.kv_events if e.event_id > since] if since >= 0 else []
+    return await _subscribe(request, engine.kv_listeners.append, engine.kv_listeners.remove, backlog)
+
+
+async def fpm_events(request: web.Request) -> web.StreamResponse:
+    engine = request.app[ENGINE]
+    return await _subscribe(request, engine.fpm_listeners.append, engine.fpm_listeners.remove, [])
+
+
+async def admin_faults(request: web.Request) -> web.Response:
+    engine = request.app[ENGINE]
+    changes = openai_api.load_json(await request.read())
+    try:
+        engine.faults.set(engine.faults.faults.updated(changes))
+    except (ValueError, TypeError) as exc:
+        raise openai_api.ApiError(400, f"bad fault settings: {exc}") from None
+    return web.json_response(engine.faults.faults.to_dict())

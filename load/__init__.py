@@ -1,0 +1,1 @@
+"""Load profiles (locust) and shapes, run as subprocesses."""

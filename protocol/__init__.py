@@ -1,0 +1,5 @@
+"""Contracts spoken by both sides of the suite: the fakes and the reference implementation.
+
+Nothing here does I/O. The fake engines (``fakes``) and the reference frontend, router,
+planner and operator (``reference_impl``) both import these types; neither imports the other.
+"""

@@ -1,0 +1,1 @@
+"""The reference implementation: operator, frontend with KV router, planner, traffic splitter."""

@@ -1,0 +1,1 @@
+"""Report writers: the versioned conformance report, JUnit, allure results, HTML pages."""

@@ -1,0 +1,85 @@
+"""Shared fixtures of the harness's own tests: in-process engines, an HTTP session, CLI processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import aiohttp
+import pytest
+
+from fakes.engine import EngineConfig
+from fakes.host import EngineHost
+
+PROCESS_START_SECONDS = 30.0
+
+
+def config(**overrides: object) -> EngineConfig:
+    """An engine config for tests: model ``m``, no simulated delays unless asked."""
+    values: dict[str, object] = {"model": "m", "time_scale": 0.0, "heartbeat_seconds": 0.2}
+    values.update(overrides)
+    return EngineConfig(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def host() -> AsyncIterator[EngineHost]:
+    engines = EngineHost()
+    yield engines
+    await engines.close()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+@dataclass
+class ServeProcess:
+    proc: subprocess.Popen[str]
+    urls: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+
+
+def serve_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "conformance", "engine", "serve", *args]
+
+
+@contextmanager
+def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[ServeProcess]:
+    """Run ``servecert engine serve ARGS`` until it prints ``ready``; stop it (by pid) afterwards."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.Popen(serve_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
+    served = ServeProcess(proc)
+    try:
+        deadline = time.monotonic() + PROCESS_START_SECONDS
+        assert proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                err = proc.stderr.read() if proc.stderr else ""
+                raise AssertionError(f"engine serve exited with {proc.wait()} before ready: {err}")
+            served.lines.append(line)
+            if "url=" in line:
+                served.urls.append(line.split("url=", 1)[1].strip())
+            if line.startswith("ready"):
+                break
+        else:
+            raise AssertionError("engine serve not ready in time")
+        yield served
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
