@@ -280,6 +280,7 @@ class Engine:
             engine_protocol_version=self.config.protocol_version,
             kv_layout=self.layout.to_dict(),
             domains=self.domains,
+            prompt_fingerprint=tokenizer.fingerprint(req.token_ids),
             prompt_tokens=len(req.token_ids),
             arrival=time.time(),
         )

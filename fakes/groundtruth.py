@@ -46,6 +46,7 @@ class RequestRecord:
     engine_protocol_version: str
     kv_layout: dict[str, Any]
     domains: dict[str, str]
+    prompt_fingerprint: str = ""
     outcome: str = OK  # OK | PREFILLED | ABORTED | an error code
     error: str = ""
     finish_reason: str | None = None

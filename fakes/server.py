@@ -29,9 +29,10 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from fakes import groundtruth, kv_pull, openai_api
+from fakes import groundtruth, kv_pull
 from fakes.engine import Engine, EngineError, Seq
 from protocol import engine_api, tokenizer
+from protocol import openai as openai_api
 from protocol.engine_api import EngineRequest
 
 ENGINE = web.AppKey("engine", Engine)
@@ -178,7 +179,7 @@ async def _pump(
             if kill_after and sent + len(tokens) >= kill_after:
                 await resp.write(pending + encode(tokens[: kill_after - sent]))
                 engine.abort(seq)
-                _cut(request)
+                await _cut(request)
                 return False
             if tokens or pending:
                 await resp.write(pending + encode(tokens))
@@ -193,15 +194,25 @@ async def _pump(
         engine.abort(seq)
         raise
     if engine.crashed:
-        _cut(request)
+        await _cut(request)
         return False
     return True
 
 
-def _cut(request: web.Request) -> None:
-    """Drop the connection without a proper end, as a dying process or a killed stream does."""
-    if request.transport is not None:
-        request.transport.abort()
+async def _cut(request: web.Request) -> None:
+    """Drop the connection without a proper end, as a dying process or a killed stream does.
+
+    What was written before the cut is flushed first (bounded wait): a killed stream delivers
+    the tokens it produced, then stops without ``[DONE]``.
+    """
+    transport = request.transport
+    if transport is None:
+        return
+    for _ in range(200):
+        if transport.is_closing() or transport.get_write_buffer_size() == 0:
+            break
+        await asyncio.sleep(0.005)
+    transport.abort()
 
 
 def _admit(engine: Engine, req: EngineRequest, prefill: bool, preloaded: engine_api.KvHandle | None = None,

@@ -21,6 +21,7 @@ prompts share a block hash exactly when they share every token up to the end of 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import zlib
 from collections.abc import Iterable, Sequence
@@ -76,6 +77,12 @@ def render_chat(messages: Sequence[tuple[str, str]]) -> list[int]:
         ids.extend(encode(content))
     ids.append(ROLE_IDS["assistant"])
     return ids
+
+
+def fingerprint(token_ids: Sequence[int]) -> str:
+    """A short stable digest of a token sequence: joins a test's prompt to engine records."""
+    data = b"".join(int(t).to_bytes(4, "little", signed=False) for t in token_ids)
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
 def block_hashes(token_ids: Sequence[int], block_size: int) -> list[int]:

@@ -1,5 +1,6 @@
-"""The OpenAI-compatible surface of a fake engine: request validation and response shapes.
+"""The OpenAI API as the suite speaks it: request validation and response shapes.
 
+Fake engines and reference frontends both serve it, so it lives with the contracts.
 A client mistake must get an OpenAI-style error body (``{"error": {"message", "type", "param",
 "code"}}``) with 400, 404 or 422, never a 500 or a traceback: wrong JSON types get 422, values
 out of range 400, an unknown model 404. ``parse_completion`` and ``parse_chat`` turn a JSON body
