@@ -19,6 +19,18 @@ def _engine_serve(args: argparse.Namespace) -> int:
     return serve.run(args)
 
 
+def _frontend_serve(args: argparse.Namespace) -> int:
+    from reference_impl.frontend import serve
+
+    return serve.run(args)
+
+
+def _bench_router(args: argparse.Namespace) -> int:
+    from benchmarks import router_bench
+
+    return router_bench.run(args)
+
+
 def _bench_engine(args: argparse.Namespace) -> int:
     from benchmarks import engine_bench
 
@@ -32,9 +44,10 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from benchmarks import engine_bench
+    from benchmarks import engine_bench, router_bench
     from conformance import certify
     from fakes import serve
+    from reference_impl.frontend import serve as frontend_serve
 
     parser = argparse.ArgumentParser(
         prog="servecert",
@@ -47,12 +60,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_arguments(serve_p)
     serve_p.set_defaults(run=_engine_serve)
 
+    frontend = commands.add_parser("frontend", help="the reference frontend").add_subparsers(dest="action", required=True)
+    frontend_p = frontend.add_parser("serve", help="run the reference frontend with file discovery")
+    frontend_serve.add_arguments(frontend_p)
+    frontend_p.set_defaults(run=_frontend_serve)
+
     bench = commands.add_parser("bench", help="benchmarks (figures, never pass/fail)").add_subparsers(
         dest="action", required=True
     )
     bench_engine = bench.add_parser("engine", help="SSE throughput of one engine and RSS of many idle engines")
     engine_bench.add_arguments(bench_engine)
     bench_engine.set_defaults(run=_bench_engine)
+    bench_router = bench.add_parser("router", help="frontend + 2 engines under shared/bench/openai_load.py; routing decision time")
+    router_bench.add_arguments(bench_router)
+    bench_router.set_defaults(run=_bench_router)
 
     certify_p = commands.add_parser("certify", help="run conformance profiles against an implementation and write the report")
     certify.add_arguments(certify_p)

@@ -366,6 +366,12 @@ class Engine:
         self._end(seq, groundtruth.ABORTED, "client disconnected")
         seq.stream.finish("abort")
 
+    def cut(self, seq: Seq, delivered: int, reason: str) -> None:
+        """The stream to the client was cut after ``delivered`` tokens, finished or not: record the truth."""
+        self.abort(seq)
+        record = seq.record
+        record.outcome, record.error, record.completion_tokens = groundtruth.ABORTED, reason, delivered
+
     # -- KV handles (prefill side) ---------------------------------------------------------------
     def release_handle(self, handle_id: str, dest_layout: KvLayout) -> Seq:
         entry = self._handles.get(handle_id)

@@ -7,6 +7,7 @@ the same requests fail on every run. Faults can be set at start-up and changed a
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
@@ -27,8 +28,8 @@ class Faults:
             raise ValueError("error_rate must be within [0, 1]")
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name != "seed" and value < 0:
-                raise ValueError(f"{f.name} must be >= 0")
+            if f.name != "seed" and not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{f.name} must be a finite number >= 0, got {value!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

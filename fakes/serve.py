@@ -19,6 +19,7 @@ from pathlib import Path
 from fakes import faults, network, timing, topology_env
 from fakes.engine import ROLES, Engine, EngineConfig
 from fakes.host import EngineHost, addresses
+from protocol import discovery_files
 
 EXIT_STARTUP = 2
 EXIT_CRASHED = 3
@@ -48,6 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qos", type=Path, help="QoS table (JSON/YAML) for pricing KV transfers")
     p.add_argument("--topology", help="domains directly, e.g. zone=a,rack=r1,host=h1 (instead of env/files)")
     p.add_argument("--engine-id", help="engine id (default: generated); with --count, a suffix -i is added")
+    p.add_argument("--discovery-dir", type=Path, help="publish each engine's metadata here (file discovery)")
     g = p.add_argument_group("fault injection")
     g.add_argument("--error-rate", type=float, default=0.0)
     g.add_argument("--crash-after", type=int, default=0)
@@ -132,6 +134,8 @@ async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: l
         for i, (config, address) in enumerate(zip(configs, hosts, strict=True)):
             port = args.port if args.port == 0 or hosts.count(address) == 1 else args.port + i
             engine = await host.add(config, address, port)
+            if args.discovery_dir:
+                discovery_files.publish(args.discovery_dir, engine.metadata())
             print(f"engine {engine.engine_id} role={config.role} model={config.model} url={engine.url}", flush=True)
         print(f"ready: {len(host.engines)} engine(s)", flush=True)
         await stop.wait()
@@ -139,5 +143,8 @@ async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: l
         print(f"servecert engine serve: error: cannot listen: {exc}", file=sys.stderr)
         return EXIT_STARTUP
     finally:
+        if args.discovery_dir:
+            for engine in host.engines:
+                discovery_files.unpublish(args.discovery_dir, engine.engine_id)
         await host.close()
     return EXIT_CRASHED if crashed and args.count == 1 else 0

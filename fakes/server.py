@@ -81,6 +81,11 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return web.json_response(err.body(), status=err.status)
     except EngineError as err:
         return web.json_response(_engine_error_body(err), status=err.status)
+    except web.HTTPException as exc:  # unknown route, wrong method, body too large
+        if exc.status < 400:
+            raise
+        body = openai_api.ApiError(exc.status, f"{exc.reason}: {request.method} {request.path}", code=exc.reason.lower().replace(" ", "_"))
+        return web.json_response(body.body(), status=exc.status)
 
 
 def _engine_error_body(err: EngineError) -> dict[str, Any]:
@@ -178,7 +183,7 @@ async def _pump(
             tokens = await seq.stream.next_tokens()
             if kill_after and sent + len(tokens) >= kill_after:
                 await resp.write(pending + encode(tokens[: kill_after - sent]))
-                engine.abort(seq)
+                engine.cut(seq, delivered=kill_after, reason="stream killed by fault injection")
                 await _cut(request)
                 return False
             if tokens or pending:
@@ -389,4 +394,6 @@ async def admin_faults(request: web.Request) -> web.Response:
         engine.faults.set(engine.faults.faults.updated(changes))
     except (ValueError, TypeError) as exc:
         raise openai_api.ApiError(400, f"bad fault settings: {exc}") from None
+    if "startup_seconds" in changes:  # a new model load starts now
+        engine.ready_at = time.monotonic() + engine.faults.faults.startup_seconds
     return web.json_response(engine.faults.faults.to_dict())

@@ -58,6 +58,8 @@ def load_json(raw: bytes) -> dict[str, Any]:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
+    except RecursionError:
+        raise ApiError(400, "request body is nested too deeply", code="invalid_json") from None
     if not isinstance(body, dict):
         raise ApiError(422, "request body must be a JSON object")
     return body
@@ -77,19 +79,18 @@ def _typed(body: dict[str, Any], name: str, kinds: tuple[type, ...], default: An
 
 
 def _sampling(body: dict[str, Any], prompt_len: int, context_length: int) -> Sampling:
-    max_tokens = _typed(body, "max_completion_tokens", (int,), None)
-    if max_tokens is None:
-        max_tokens = _typed(body, "max_tokens", (int,), None)
+    param = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
+    max_tokens = _typed(body, param, (int,), None)
     if max_tokens is None:
         max_tokens = max(1, min(16, context_length - prompt_len))
     if max_tokens < 1:
-        raise ApiError(400, f"max_tokens must be at least 1, got {max_tokens}", param="max_tokens")
+        raise ApiError(400, f"{param} must be at least 1, got {max_tokens}", param=param)
     if max_tokens > MAX_TOKENS_LIMIT or prompt_len + max_tokens > context_length:
         raise ApiError(
             400,
             f"This model's maximum context length is {context_length} tokens. However, you requested "
             f"{prompt_len + max_tokens} tokens ({prompt_len} in the messages, {max_tokens} in the completion).",
-            param="max_tokens",
+            param=param,
             code="context_length_exceeded",
         )
     min_tokens = _typed(body, "min_tokens", (int,), 0)
@@ -122,7 +123,9 @@ def _common(body: dict[str, Any], served: str) -> tuple[str, bool, bool]:
         raise ApiError(404, f"The model `{model}` does not exist. This engine serves `{served}`.", param="model")
     stream = bool(_typed(body, "stream", (bool,), False))
     options = _typed(body, "stream_options", (dict,), {})
-    include_usage = bool(options.get("include_usage", False))
+    include_usage = options.get("include_usage", False)
+    if not isinstance(include_usage, bool):
+        raise ApiError(422, "stream_options.include_usage must be a boolean", param="stream_options")
     return model, stream, include_usage
 
 
@@ -146,6 +149,8 @@ def parse_completion(body: dict[str, Any], served: str, context_length: int) -> 
         ids = tokenizer.encode(prompt)
     elif isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
         ids = [int(t) for t in prompt]
+        if not all(0 <= t < tokenizer.VOCAB_SIZE for t in ids):
+            raise ApiError(400, f"prompt token ids must be within [0, {tokenizer.VOCAB_SIZE})", param="prompt")
     elif isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         ids = tokenizer.encode(prompt[0])
     else:

@@ -38,13 +38,26 @@ _PIECES = re.compile(r"\w+|[^\w\s]")
 _SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "do", "fu", "gi", "ha", "ju", "be")
 
 
+_piece_ids: dict[str, int] = {}  # NB: a bounded memo of piece -> id; prompts repeat words a lot
+_MEMO_LIMIT = 200_000
+
+
+def _piece_id(piece: str) -> int:
+    found = _piece_ids.get(piece)
+    if found is None:
+        found = FIRST_WORD_ID + zlib.crc32(piece.encode()) % (VOCAB_SIZE - FIRST_WORD_ID)
+        if len(_piece_ids) < _MEMO_LIMIT:
+            _piece_ids[piece] = found
+    return found
+
+
 def encode(text: str) -> list[int]:
     ids: list[int] = []
-    span = FIRST_WORD_ID
-    room = VOCAB_SIZE - span
     for piece in _PIECES.findall(text):
-        for start in range(0, len(piece), MAX_PIECE):
-            ids.append(span + zlib.crc32(piece[start : start + MAX_PIECE].encode()) % room)
+        if len(piece) <= MAX_PIECE:
+            ids.append(_piece_id(piece))
+        else:
+            ids.extend(_piece_id(piece[start : start + MAX_PIECE]) for start in range(0, len(piece), MAX_PIECE))
     return ids
 
 

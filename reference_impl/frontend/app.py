@@ -199,6 +199,11 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return web.json_response(err.body, status=err.status)
     except NoWorkers as err:
         return web.json_response(_error(str(err), "model_not_found", 404), status=404)
+    except web.HTTPException as exc:  # unknown route, wrong method, body too large
+        if exc.status < 400:
+            raise
+        message = f"{exc.reason}: {request.method} {request.path}"
+        return web.json_response(_error(message, exc.reason.lower().replace(" ", "_"), exc.status), status=exc.status)
     except topology.NoSameDomainDecode as err:
         body = _error(str(err), "no_same_domain_decode", 503)
         body["error"]["param"] = err.level

@@ -5,8 +5,8 @@ card and checksum, runtime protocol version, KV layout, and the runtime config w
 domains. Backends keep that as ``WorkerInfo`` records and tell watchers about every change:
 
 - ``MemoryDiscovery`` — in-process; the suite's process environment registers workers into it.
-- ``FileDiscovery`` — a folder with one JSON file per worker (``<engine_id>.json``), polled; lets
-  separate processes (benchmarks, a frontend started from the shell) share one view.
+- ``FileDiscovery`` — a folder with one JSON file per worker (``protocol.discovery_files``),
+  polled; lets separate processes (benchmarks, a frontend started from the shell) share one view.
 """
 
 from __future__ import annotations
@@ -118,16 +118,6 @@ class FileDiscovery(MemoryDiscovery):
         self.interval = interval
         self._task: asyncio.Task[None] | None = None
         self._seen: dict[str, float] = {}
-
-    @staticmethod
-    def publish(folder: Path, metadata: Mapping[str, Any]) -> Path:
-        """Write a worker's metadata atomically (what a worker or launcher does)."""
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{metadata['engine_id']}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(metadata))
-        tmp.replace(path)
-        return path
 
     def scan(self) -> None:
         present: dict[str, float] = {}

@@ -1,0 +1,64 @@
+"""Assertion helpers of the conformance tests, named ``<object>_must_<condition>``.
+
+Each fails with a message naming the object and what was seen, so a vendor reading the report
+knows what broke without the suite's source. Helpers that wait poll up to a deadline from the
+``Timeouts`` object; none sleeps a fixed time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+from fixtures.observe import Transfer
+from fixtures.traffic import Outcome
+
+
+def _sample(outcomes: Sequence[Outcome], limit: int = 3) -> str:
+    return "; ".join(f"status={o.status} error={o.error}" for o in outcomes[:limit])
+
+
+def requests_must_succeed(outcomes: Sequence[Outcome], what: str) -> None:
+    failed = [o for o in outcomes if not o.ok]
+    assert not failed, f"{what}: {len(failed)} of {len(outcomes)} requests failed, e.g. {_sample(failed)}"
+
+
+def requests_must_fail(outcomes: Sequence[Outcome], what: str) -> None:
+    served = [o for o in outcomes if o.ok]
+    assert not served, f"{what}: {len(served)} of {len(outcomes)} requests were served although they must fail"
+
+
+def transfers_must_stay_within(transfers: Sequence[Transfer], level: str, what: str) -> None:
+    crossing = [t for t in transfers if t.crosses(level)]
+    assert not crossing, (
+        f"{what}: {len(crossing)} of {len(transfers)} KV transfers crossed the {level} boundary, e.g. "
+        + "; ".join(f"{t.source}({t.source_domains.get(level)}) -> {t.dest}({t.dest_domains.get(level)})" for t in crossing[:3])
+    )
+
+
+def transfers_must_exist(transfers: Sequence[Transfer], expected: int, what: str) -> None:
+    assert len(transfers) >= expected, f"{what}: expected at least {expected} KV transfers in the engines' log, found {len(transfers)}"
+
+
+def transfers_must_not_exist(transfers: Sequence[Transfer], what: str) -> None:
+    assert not transfers, f"{what}: expected no KV transfer, the engines recorded {len(transfers)}, e.g. {transfers[0]}"
+
+
+def destinations_must_be(transfers: Sequence[Transfer], allowed: set[str], what: str) -> None:
+    wrong = sorted({t.dest for t in transfers} - allowed)
+    assert not wrong, f"{what}: KV was transferred to {wrong}; only {sorted(allowed)} may receive it"
+
+
+async def condition_must_hold_eventually(
+    probe: Callable[[], Awaitable[bool]], timeout_s: float, poll_s: float, what: str, consecutive: int = 1
+) -> None:
+    """Poll ``probe`` until it is true ``consecutive`` times in a row, within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    streak = 0
+    while time.monotonic() < deadline:
+        streak = streak + 1 if await probe() else 0
+        if streak >= consecutive:
+            return
+        await asyncio.sleep(poll_s)
+    raise AssertionError(f"{what}: not true within {timeout_s:g}s")
