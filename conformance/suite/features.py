@@ -1,0 +1,90 @@
+"""Features: the named capabilities a conformance test exercises and an implementation claims.
+
+A test lists the features it needs (``ConformanceTest.features``); an implementation's adapter
+declares the features it supports (``Implementation.supported_features``); profiles group
+features into a core set every claimant must pass and an extended set it may claim one by one.
+The names are the contract between all three, so they are constants here and nowhere else
+(gateway-api ``pkg/features``). The registry lets the suite reject a misspelt feature when a test
+is collected or a flag is parsed, instead of silently skipping the test forever. Downstream
+suites may ``register`` features of their own (from a pytest plugin loaded with ``-p``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+# Core of ROUTER-TOPOLOGY
+DISAGGREGATED_SERVING: Final = "DisaggregatedServing"
+KV_TRANSFER_TOPOLOGY_FILTER: Final = "KVTransferTopologyFilter"
+KV_TRANSFER_TOPOLOGY_UNSET: Final = "KVTransferTopologyUnset"
+# Extended of ROUTER-TOPOLOGY
+KV_TRANSFER_TOPOLOGY_FALLBACK: Final = "KVTransferTopologyFallback"
+KV_TRANSFER_TOPOLOGY_ERROR_503: Final = "KVTransferTopologyError503"
+KV_TRANSFER_TOPOLOGY_PREFILL_PRESELECTION: Final = "KVTransferTopologyPrefillPreselection"
+KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT: Final = "KVTransferTopologyPreferredWeight"
+KV_TRANSFER_TOPOLOGY_LATENCY: Final = "KVTransferTopologyLatency"
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    description: str
+
+
+class UnknownFeatureError(ValueError):
+    """A feature name nobody registered; the message lists the known ones."""
+
+
+REGISTRY: dict[str, Feature] = {}
+
+
+def register(feature: Feature) -> Feature:
+    """Add a feature to the registry; registering the same feature twice is harmless."""
+    known = REGISTRY.get(feature.name)
+    if known is not None and known != feature:
+        raise ValueError(f"feature {feature.name!r} is already registered with another description")
+    REGISTRY[feature.name] = feature
+    return feature
+
+
+def names() -> frozenset[str]:
+    return frozenset(REGISTRY)
+
+
+def check_known(candidates: Iterable[str], *, what: str) -> frozenset[str]:
+    """Return the names as a set, or raise UnknownFeatureError naming the unknown ones and the known ones."""
+    wanted = frozenset(candidates)
+    unknown = sorted(wanted - REGISTRY.keys())
+    if unknown:
+        raise UnknownFeatureError(f"{what}: unknown feature(s) {', '.join(unknown)}; known features: {', '.join(sorted(REGISTRY))}")
+    return wanted
+
+
+for _feature in (
+    Feature(DISAGGREGATED_SERVING, "Each request is prefilled on a prefill worker and decoded on a decode worker that pulls its KV cache."),
+    Feature(
+        KV_TRANSFER_TOPOLOGY_FILTER,
+        "With a topology level set, the decode worker is chosen in the prefill worker's domain at that level.",
+    ),
+    Feature(KV_TRANSFER_TOPOLOGY_UNSET, "With no topology level set, routing ignores topology and behaves as without the feature."),
+    Feature(
+        KV_TRANSFER_TOPOLOGY_FALLBACK,
+        "Mismatch policy fallback: with no same-domain decode worker, the request is served by a decode worker elsewhere.",
+    ),
+    Feature(
+        KV_TRANSFER_TOPOLOGY_ERROR_503,
+        "Mismatch policy fail: with no same-domain decode worker, the client gets HTTP 503 and no KV crosses domains.",
+    ),
+    Feature(
+        KV_TRANSFER_TOPOLOGY_PREFILL_PRESELECTION,
+        "Prefill workers with a decode worker in their own domain are preferred when choosing the prefill worker.",
+    ),
+    Feature(
+        KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT,
+        "Per-worker 'preferred' enforcement: same-domain decode workers are favoured by a weight, never required.",
+    ),
+    Feature(KV_TRANSFER_TOPOLOGY_LATENCY, "Keeping KV transfers inside a domain measurably lowers time to first token."),
+):
+    register(_feature)

@@ -1,0 +1,83 @@
+"""Profiles: named bundles of features an implementation is certified against.
+
+A profile (gateway-api ``ConformanceProfile``, GEP-1709) says which features every claimant
+must pass (``core``) and which it may claim one by one (``extended``), and in which
+environments its tests can run. The runner collects a test for a profile when all of the test's
+features belong to the profile; the report gives each profile a core and an extended result.
+Downstream suites may ``register`` profiles of their own (from a pytest plugin loaded with ``-p``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.suite import features
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    core: frozenset[str]
+    extended: frozenset[str]
+    environments: frozenset[str]
+
+    def __post_init__(self) -> None:
+        both = self.core & self.extended
+        if both:
+            raise ValueError(f"profile {self.name}: features both core and extended: {', '.join(sorted(both))}")
+        features.check_known(self.core | self.extended, what=f"profile {self.name}")
+
+    @property
+    def features(self) -> frozenset[str]:
+        return self.core | self.extended
+
+    def covers(self, test_features: tuple[str, ...] | frozenset[str]) -> bool:
+        """Whether a test with these features belongs to the profile (all its features are in it)."""
+        return bool(test_features) and set(test_features) <= self.features
+
+    def is_extended(self, test_features: tuple[str, ...] | frozenset[str]) -> bool:
+        """A test counts as extended when any of its features is extended, else as core."""
+        return bool(set(test_features) & self.extended)
+
+
+class UnknownProfileError(LookupError):
+    """A profile name nobody registered; the message lists the known ones."""
+
+
+ROUTER_TOPOLOGY = Profile(
+    "ROUTER-TOPOLOGY",
+    core=frozenset({features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER, features.KV_TRANSFER_TOPOLOGY_UNSET}),
+    extended=frozenset(
+        {
+            features.KV_TRANSFER_TOPOLOGY_FALLBACK,
+            features.KV_TRANSFER_TOPOLOGY_ERROR_503,
+            features.KV_TRANSFER_TOPOLOGY_PREFILL_PRESELECTION,
+            features.KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT,
+            features.KV_TRANSFER_TOPOLOGY_LATENCY,
+        }
+    ),
+    environments=frozenset({"process", "cluster"}),
+)
+
+PROFILES: dict[str, Profile] = {ROUTER_TOPOLOGY.name: ROUTER_TOPOLOGY}
+
+
+def register(profile: Profile) -> Profile:
+    """Add a profile to the registry; registering the same profile twice is harmless."""
+    known = PROFILES.get(profile.name)
+    if known is not None and known != profile:
+        raise ValueError(f"profile {profile.name!r} is already registered with other features")
+    PROFILES[profile.name] = profile
+    return profile
+
+
+def get(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise UnknownProfileError(f"no profile named {name!r}; known profiles: {', '.join(sorted(PROFILES))}") from None
+
+
+def for_environment(env: str) -> tuple[Profile, ...]:
+    """Every registered profile whose tests can run in ``env``, by name."""
+    return tuple(PROFILES[name] for name in sorted(PROFILES) if env in PROFILES[name].environments)

@@ -1,0 +1,30 @@
+"""With a level configured, every KV transfer stays inside the prefill worker's domain at that level."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from conformance import assertions, router_checks, shapes
+from conformance.suite import features
+from conformance.suite.test_case import Case, ConformanceTest, TestContext
+
+
+async def check(ctx: TestContext) -> None:
+    level = ctx.params["level"]
+    workers = [shapes.prefill(level, 0), shapes.prefill(level, 1), shapes.decode(level, 0), shapes.decode(level, 1)]
+    deployment = await ctx.deploy(router_checks.spec(workers, level, "fail"))
+    async with aiohttp.ClientSession() as session:
+        run = await router_checks.drive(session, deployment)
+    assertions.requests_must_succeed(run.outcomes, f"balanced {level}s, each with prefill and decode")
+    transfers = run.transfers()
+    assertions.transfers_must_exist(transfers, len(run.outcomes), "every disaggregated request")
+    assertions.transfers_must_stay_within(transfers, level, f"level={level}, policy=fail")
+
+
+TEST = ConformanceTest(
+    short_name="RouterTopologyTransfersStayInDomain",
+    description="With kv_transfer_topology_level set, the router only picks decode workers in the prefill worker's domain.",
+    features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER),
+    cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
+    check=check,
+)

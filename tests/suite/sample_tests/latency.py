@@ -1,0 +1,13 @@
+from conformance.suite import features
+from conformance.suite.test_case import ConformanceTest
+from tests.suite.sample_tests import _checks
+
+TEST = ConformanceTest(
+    short_name="SampleLatency",
+    description="A sample test that needs the cluster environment.",
+    features=(features.KV_TRANSFER_TOPOLOGY_LATENCY,),
+    environments=frozenset({"cluster"}),
+    slow=True,
+    parallel=False,
+    check=_checks.deploy_and_expect_good_frontend,
+)
