@@ -20,17 +20,14 @@ import asyncio
 import json
 import os
 import random
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import aiohttp
 
-START_TIMEOUT_SECONDS = 120.0
+from benchmarks import processes
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,36 +54,6 @@ class StreamFigures:
 
 def _say(message: str) -> None:
     print(f"[bench engine] {message}", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def _process(cmd: list[str], cpu: int | None) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """Start a server process, wait for its ``url=`` line (or ``ready``), yield it, stop it by pid."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    if cpu is not None and cpu < (os.cpu_count() or 1):
-        os.sched_setaffinity(proc.pid, {cpu})
-    try:
-        url = ""
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        assert proc.stdout is not None
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"{' '.join(cmd[:4])} exited with {proc.wait()} before it was ready")
-            if "url=" in line and not url:
-                url = line.split("url=", 1)[1].strip()
-            if line.startswith("ready"):
-                break
-        else:
-            raise RuntimeError(f"{' '.join(cmd[:4])} not ready within {START_TIMEOUT_SECONDS:.0f}s")
-        yield proc, url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 async def _stream_load(url: str, model: str, concurrency: int, seconds: float, max_tokens: int) -> StreamFigures:
@@ -125,7 +92,8 @@ async def _stream_load(url: str, model: str, concurrency: int, seconds: float, m
 
 
 def _measure_stream(cmd: list[str], args: argparse.Namespace, model: str) -> StreamFigures:
-    with _process(cmd, cpu=0) as (_, url):
+    with processes.running(cmd, cpu=0) as (_, urls):
+        url = urls[0]
         own = os.sched_getaffinity(0)
         if (os.cpu_count() or 1) > 1:
             os.sched_setaffinity(0, {1})
@@ -153,23 +121,12 @@ async def _all_healthy(urls: list[str]) -> int:
 def _measure_idle(count: int) -> tuple[float, int]:
     cmd = [sys.executable, "-m", "conformance", "engine", "serve", "--model", "idle", "--port", "0",
            "--host", "127.0.2.1", "--count", str(count)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    try:
-        urls: list[str] = []
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if "url=" in line:
-                urls.append(line.split("url=", 1)[1].strip())
-            if line.startswith("ready"):
-                break
+    with processes.running(cmd) as (proc, urls):
         if len(urls) != count:
-            raise RuntimeError(f"expected {count} engines, saw {len(urls)} (exit {proc.poll()})")
+            raise RuntimeError(f"expected {count} engines, saw {len(urls)}")
         healthy = asyncio.run(_all_healthy(urls))
         time.sleep(1.0)
         return _rss_mib(proc.pid), healthy
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ from typing import Any
 
 import aiohttp
 
+from benchmarks import processes
 from protocol import tokenizer
 from protocol.card import ModelCard
 from reference_impl.frontend import topology
@@ -58,32 +59,6 @@ def _say(message: str) -> None:
     print(f"[bench router] {message}", file=sys.stderr, flush=True)
 
 
-def _start(cmd: list[str]) -> tuple[subprocess.Popen[str], list[str]]:
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    urls: list[str] = []
-    assert proc.stdout is not None
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"{' '.join(cmd[3:6])} exited with {proc.wait()} before it was ready")
-        if "url=" in line:
-            urls.append(line.split("url=", 1)[1].strip())
-        if line.startswith("ready"):
-            return proc, urls
-    proc.kill()
-    raise RuntimeError(f"{' '.join(cmd[3:6])} not ready within {READY_TIMEOUT_S:.0f}s")
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 async def _wait_routable(url: str, workers: int) -> None:
     async with aiohttp.ClientSession() as session:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -109,10 +84,10 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
     cli = [sys.executable, "-m", "conformance"]
     results: dict[str, Any] = {"frontend": {}, "direct_engine": {}, "dynamo_1_6_1_anchor": DYNAMO_ANCHOR}
     with tempfile.TemporaryDirectory(prefix="servecert-bench-") as folder:
-        engines, engine_urls = _start([*cli, "engine", "serve", "--model", "bench", "--port", "0", "--count", "2",
+        engines, engine_urls = processes.start([*cli, "engine", "serve", "--model", "bench", "--port", "0", "--count", "2",
                                        "--host", "127.0.4.1", "--time-scale", "0", "--discovery-dir", folder])
         try:
-            frontend, (frontend_url, *_) = _start([*cli, "frontend", "serve", "--port", "0", "--discovery-dir", folder])
+            frontend, (frontend_url, *_) = processes.start([*cli, "frontend", "serve", "--port", "0", "--discovery-dir", folder])
             try:
                 asyncio.run(_wait_routable(frontend_url, 2))
                 for conc in args.concurrency or [64, 16, 4]:
@@ -123,7 +98,7 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
                     results["frontend"][str(conc)] = fig
                     _say(f"  {fig}")
             finally:
-                _stop(frontend)
+                processes.stop(frontend)
             conc = max(args.concurrency or [64])
             _say(f"baseline: the same script straight at one engine, concurrency {conc} ...")
             direct = _load(args.load_script, engine_urls[0], conc, args.seconds, args.max_tokens)
@@ -132,7 +107,7 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
             results["frontend_over_direct_req_s"] = round(front["req_s"] / direct["req_s"], 3) if direct["req_s"] else None
             _say(f"  {direct}")
         finally:
-            _stop(engines)
+            processes.stop(engines)
     return results
 
 

@@ -37,6 +37,7 @@ from protocol.engine_api import EngineRequest
 
 ENGINE = web.AppKey("engine", Engine)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
+SUBSCRIBERS = web.AppKey("subscribers", set["asyncio.Queue[dict[str, Any] | None]"])
 ENGINE_HEADER = "x-servecert-engine"
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 MAX_SUBSCRIPTION_SECONDS = 6 * 3600.0
@@ -47,7 +48,9 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 def create_app(engine: Engine) -> web.Application:
     app = web.Application(middlewares=[_errors], client_max_size=64 * 1024 * 1024)
     app[ENGINE] = engine
+    app[SUBSCRIBERS] = set()
     app.cleanup_ctx.append(_lifecycle)
+    app.on_shutdown.append(_end_subscriptions)
     app.router.add_get("/health", health)
     app.router.add_get("/v1/models", models)
     app.router.add_post("/v1/completions", completions)
@@ -73,6 +76,13 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     await app[SESSION].close()
 
 
+async def _end_subscriptions(app: web.Application) -> None:
+    """Shutting down: end every event stream now instead of holding shutdown for its grace period."""
+    for queue in app[SUBSCRIBERS]:
+        with contextlib.suppress(asyncio.QueueFull):
+            queue.put_nowait(None)
+
+
 @web.middleware
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
@@ -84,8 +94,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as exc:  # unknown route, wrong method, body too large
         if exc.status < 400:
             raise
-        body = openai_api.ApiError(exc.status, f"{exc.reason}: {request.method} {request.path}", code=exc.reason.lower().replace(" ", "_"))
-        return web.json_response(body.body(), status=exc.status)
+        return web.json_response(openai_api.http_error(exc.status, exc.reason, request.method, request.path).body(), status=exc.status)
 
 
 def _engine_error_body(err: EngineError) -> dict[str, Any]:
@@ -348,7 +357,7 @@ async def _subscribe(
     backlog: list[dict[str, Any]],
 ) -> web.StreamResponse:
     """Stream records as SSE until the client leaves or ``max_seconds`` pass (bounded)."""
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=100_000)
+    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(maxsize=100_000)
 
     def listener(item: Any) -> None:
         with contextlib.suppress(asyncio.QueueFull):
@@ -357,21 +366,25 @@ async def _subscribe(
     resp = web.StreamResponse(headers=SSE_HEADERS)
     await resp.prepare(request)
     attach(listener)
+    request.app[SUBSCRIBERS].add(queue)
     deadline = time.monotonic() + min(float(request.query.get("max_seconds", MAX_SUBSCRIPTION_SECONDS)), MAX_SUBSCRIPTION_SECONDS)
     try:
-        for item in backlog:
-            await resp.write(b"data: " + json.dumps(item).encode() + b"\n\n")
+        for old in backlog:
+            await resp.write(b"data: " + json.dumps(old).encode() + b"\n\n")
         while (left := deadline - time.monotonic()) > 0:
             try:
                 item = await asyncio.wait_for(queue.get(), timeout=min(left, 15.0))
             except TimeoutError:
                 await resp.write(b": keep-alive\n\n")
                 continue
+            if item is None:  # the engine is shutting down
+                break
             await resp.write(b"data: " + json.dumps(item).encode() + b"\n\n")
     except ConnectionResetError:  # the subscriber went away
         pass
     finally:
         detach(listener)
+        request.app[SUBSCRIBERS].discard(queue)
     return resp
 
 

@@ -43,6 +43,11 @@ class ApiError(Exception):
         return {"error": {"message": str(self), "type": kind, "param": self.param, "code": self.code}}
 
 
+def http_error(status: int, reason: str, method: str, path: str) -> ApiError:
+    """An HTTP-level refusal (unknown route, wrong method, body too large) as an OpenAI error."""
+    return ApiError(status, f"{reason}: {method} {path}", code=reason.lower().replace(" ", "_"))
+
+
 @dataclass(frozen=True)
 class OpenAIRequest:
     model: str

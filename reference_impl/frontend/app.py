@@ -149,7 +149,7 @@ class Frontend:
                     raise UpstreamError(resp.status, data if isinstance(data, dict) else {"error": {"message": str(data)}})
                 return dict(data)
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-            raise UpstreamError(502, _error(f"worker {worker.engine_id} unreachable: {exc!r}", "worker_unreachable", 502)) from None
+            raise _unreachable(worker, exc) from None
 
     async def prefill(self, worker: WorkerInfo, req: openai_api.OpenAIRequest, request_id: str) -> dict[str, Any]:
         body = self.engine_request(worker, req, request_id, stream=False).to_dict()
@@ -168,6 +168,10 @@ FRONTEND = web.AppKey("frontend", Frontend)
 
 def _error(message: str, code: str, status: int) -> dict[str, Any]:
     return openai_api.ApiError(status, message, code=code).body()
+
+
+def _unreachable(worker: WorkerInfo, exc: BaseException) -> UpstreamError:
+    return UpstreamError(502, _error(f"worker {worker.engine_id} unreachable: {exc!r}", "worker_unreachable", 502))
 
 
 def create_app(frontend: Frontend) -> web.Application:
@@ -202,8 +206,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as exc:  # unknown route, wrong method, body too large
         if exc.status < 400:
             raise
-        message = f"{exc.reason}: {request.method} {request.path}"
-        return web.json_response(_error(message, exc.reason.lower().replace(" ", "_"), exc.status), status=exc.status)
+        return web.json_response(openai_api.http_error(exc.status, exc.reason, request.method, request.path).body(), status=exc.status)
     except topology.NoSameDomainDecode as err:
         body = _error(str(err), "no_same_domain_decode", 503)
         body["error"]["param"] = err.level
@@ -297,7 +300,7 @@ async def _relay(
     try:
         upstream = await fe.session.post(worker.url + "/engine/generate", json=body)
     except (aiohttp.ClientError, TimeoutError) as exc:
-        raise UpstreamError(502, _error(f"worker {worker.engine_id} unreachable: {exc!r}", "worker_unreachable", 502)) from None
+        raise _unreachable(worker, exc) from None
     async with upstream:
         if upstream.status != 200:
             data = await upstream.json(content_type=None)

@@ -1,0 +1,51 @@
+"""Server processes a benchmark starts: wait for their ``url=`` / ``ready`` lines, stop them by pid."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+READY_TIMEOUT_S = 120.0
+
+
+def start(cmd: list[str], cpu: int | None = None) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start ``cmd``; return it with the URLs it printed once it prints ``ready`` (bounded wait)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    if cpu is not None and cpu < (os.cpu_count() or 1):
+        os.sched_setaffinity(proc.pid, {cpu})
+    urls: list[str] = []
+    assert proc.stdout is not None
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{' '.join(cmd[1:6])} exited with {proc.wait()} before it was ready")
+        if "url=" in line:
+            urls.append(line.split("url=", 1)[1].strip())
+        if line.startswith("ready"):
+            return proc, urls
+    stop(proc)
+    raise RuntimeError(f"{' '.join(cmd[1:6])} not ready within {READY_TIMEOUT_S:.0f}s")
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+@contextmanager
+def running(cmd: list[str], cpu: int | None = None) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    proc, urls = start(cmd, cpu)
+    try:
+        yield proc, urls
+    finally:
+        stop(proc)
