@@ -73,7 +73,7 @@ async def _stream_load(url: str, model: str, concurrency: int, seconds: float, m
             async for line in resp.content:
                 if line.startswith(b"data: [DONE]"):
                     break
-                if line.startswith(b"data:"):
+                if line.startswith(b"data:") and b'"finish_reason":null' in line:  # token chunks only
                     n += 1
             stats["tokens"] += n
             stats["requests"] += 1

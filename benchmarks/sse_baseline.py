@@ -21,7 +21,7 @@ async def completions(request: web.Request) -> web.StreamResponse:
     await resp.prepare(request)
     chunk = {"id": "cmpl-baseline", "object": "text_completion", "created": 0, "model": "bench",
              "choices": [{"index": 0, "text": " kalomi", "logprobs": None, "finish_reason": None}]}
-    data = b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    data = b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n"
     for _ in range(tokens):
         await resp.write(data)
         await asyncio.sleep(0)

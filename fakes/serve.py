@@ -19,7 +19,7 @@ from pathlib import Path
 from fakes import faults, network, timing, topology_env
 from fakes.engine import ROLES, Engine, EngineConfig
 from fakes.host import EngineHost, addresses
-from protocol import discovery_files
+from protocol import discovery_files, event_loop
 
 EXIT_STARTUP = 2
 EXIT_CRASHED = 3
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError, topology_env.TopologyStartupError) as exc:
         print(f"servecert engine serve: error: {exc}", file=sys.stderr)
         return EXIT_STARTUP
-    return asyncio.run(_serve(args, configs, hosts))
+    return event_loop.run(_serve(args, configs, hosts))
 
 
 async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: list[str]) -> int:

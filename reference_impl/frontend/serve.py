@@ -18,6 +18,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from protocol import event_loop
 from reference_impl.frontend import app as frontend_app
 from reference_impl.frontend.discovery import FileDiscovery
 
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     if args.router_mode:
         config = dataclasses.replace(config, router_mode=args.router_mode)
-    return asyncio.run(_serve(args, config))
+    return event_loop.run(_serve(args, config))
 
 
 async def _serve(args: argparse.Namespace, config: frontend_app.FrontendConfig) -> int:
