@@ -1,0 +1,63 @@
+"""Which container images the pod runner brings to life, and the command each one runs.
+
+An ``ImageSpec`` turns a pod's container (its ``args``, its pod IP and port) into a local
+command. The fake engine image runs ``python -m conformance engine serve``: the fakes never
+import the suite, but spawning it as a subprocess is only a command line. The keys of
+``KNOWN_IMAGES`` (image names without tag) are also what the cluster fixture excludes from kwok's
+pod stages, so for these pods the runner alone decides Ready, IPs and termination.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+FAKE_ENGINE_IMAGE = "servecert/fake-engine"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What the runner knows when it starts a container's process."""
+
+    args: Sequence[str]
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    image: str
+    command: Callable[[Launch], list[str]]
+    default_port: int = 8000
+    health_path: str = "/health"
+    mount_env: dict[str, str] = field(default_factory=dict)
+    """env var -> in-container path the program reads; set to the host dir when the pod mounts there."""
+    port_flag: str | None = "--port"
+    """Flag in ``args`` that names the listening port (used when the container declares no port)."""
+
+
+def _fake_engine(launch: Launch) -> list[str]:
+    # NB: our --host/--port come last, so argparse keeps them over any the pod passed.
+    return [sys.executable, "-m", "conformance", "engine", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
+
+
+KNOWN_IMAGES: dict[str, ImageSpec] = {
+    FAKE_ENGINE_IMAGE: ImageSpec(
+        image=FAKE_ENGINE_IMAGE,
+        command=_fake_engine,
+        mount_env={"DYN_TOPOLOGY_MOUNT_PATH": "/etc/podinfo/topology"},
+    ),
+}
+
+
+def strip_tag(image: str) -> str:
+    """``repo/name:tag`` or ``repo/name@digest`` -> ``repo/name`` (a registry ``host:port/`` stays)."""
+    if "@" in image:
+        image = image.split("@", 1)[0]
+    head, sep, tail = image.rpartition(":")
+    return head if sep and "/" not in tail else image
+
+
+def lookup(image: str, registry: dict[str, ImageSpec] | None = None) -> ImageSpec | None:
+    return (registry if registry is not None else KNOWN_IMAGES).get(strip_tag(image))

@@ -1,0 +1,173 @@
+"""One container's process: start, notice exit, restart with back-off, stop with SIGTERM and a grace period.
+
+A ``ContainerRun`` is driven by the runner's loop (``tick`` style, never blocking): the loop
+asks ``exited()``, calls ``start()`` when ``due()``, and ``terminate()`` / ``kill_if_overdue()``
+while a pod is being deleted. It keeps what a kubelet reports for the container: restart count,
+the last termination (exit code, reason, times), the current state and readiness.
+
+Each process runs in its own session (so the runner can end its whole process group) and
+writes ``<pod dir>/<container>.pid`` as ``"<pid> <command line>"``, so ``servecert cluster down``
+can end an engine whose runner died without mistaking a reused pid for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def now_rfc3339() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass
+class ContainerRun:
+    name: str
+    image: str
+    argv: list[str]
+    """Empty for a container whose image the runner does not know: it counts as running and ready."""
+    env: dict[str, str]
+    cwd: Path
+    health_url: str | None
+    restart_policy: str = "Always"
+    backoff_base: float = 0.5
+    backoff_cap: float = 5.0
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: str | None = None
+    restart_count: int = 0
+    last_terminated: dict[str, Any] | None = None
+    terminated: dict[str, Any] | None = None
+    ready: bool = False
+    waiting_reason: str | None = "ContainerCreating"
+    next_start: float = 0.0
+    stop_deadline: float | None = None
+    probe: Any = None
+    """The in-flight readiness probe (a concurrent.futures.Future[bool]) or None."""
+    next_probe: float = 0.0
+    history: list[int] = field(default_factory=list)
+    """Exit codes of earlier runs (for logs and tests)."""
+
+    @property
+    def managed(self) -> bool:
+        return bool(self.argv)
+
+    @property
+    def log_path(self) -> Path:
+        return self.cwd / f"{self.name}.log"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.cwd / f"{self.name}.pid"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def due(self) -> bool:
+        return self.managed and self.proc is None and self.terminated is None and time.monotonic() >= self.next_start
+
+    def start(self) -> None:
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            log.write(f"# {now_rfc3339()} start (restart {self.restart_count}): {' '.join(self.argv)}\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(
+                self.argv,
+                env=self.env,
+                cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.pid_path.write_text(f"{self.proc.pid} {' '.join(self.argv)}")
+        self.started_at = now_rfc3339()
+        self.waiting_reason = None
+        self.ready = False
+        self.next_probe = 0.0
+
+    def exited(self) -> int | None:
+        """The exit code if the process ended since the last call (and clears it), else None."""
+        if self.proc is None:
+            return None
+        code = self.proc.poll()
+        if code is None:
+            return None
+        self.proc = None
+        self.pid_path.unlink(missing_ok=True)
+        self.history.append(code)
+        return code
+
+    def record_exit(self, code: int, stopping: bool) -> None:
+        """Update kubelet-style state after an exit; schedule a restart when the policy asks."""
+        finished = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": self.started_at,
+            "finishedAt": now_rfc3339(),
+        }
+        self.ready = False
+        restart = not stopping and (self.restart_policy == "Always" or (self.restart_policy == "OnFailure" and code != 0))
+        if restart:
+            self.restart_count += 1
+            self.last_terminated = finished
+            delay = min(self.backoff_cap, self.backoff_base * 2 ** (self.restart_count - 1))
+            self.next_start = time.monotonic() + delay
+            self.waiting_reason = "CrashLoopBackOff"
+        else:
+            self.terminated = finished
+
+    def terminate(self, grace: float) -> None:
+        if self.stop_deadline is not None:
+            return
+        self.stop_deadline = time.monotonic() + max(0.0, grace)
+        self._signal(signal.SIGTERM)
+
+    def kill_if_overdue(self) -> None:
+        if self.stop_deadline is not None and time.monotonic() >= self.stop_deadline:
+            self._signal(signal.SIGKILL)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, sig)
+
+    def stop_now(self, timeout: float = 5.0) -> None:
+        """Blocking stop for the runner's own shutdown: SIGTERM, wait, SIGKILL."""
+        if self.proc is None:
+            return
+        self._signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._signal(signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5.0)
+        self.exited()
+
+    def status(self) -> dict[str, Any]:
+        state: dict[str, Any]
+        if self.running or (not self.managed and self.terminated is None):
+            state = {"running": {"startedAt": self.started_at or now_rfc3339()}}
+        elif self.terminated is not None:
+            state = {"terminated": self.terminated}
+        else:
+            state = {"waiting": {"reason": self.waiting_reason or "ContainerCreating"}}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "image": self.image,
+            "imageID": "",
+            "containerID": f"servecert://{self.proc.pid}" if self.proc is not None else "",
+            "ready": self.ready,
+            "started": self.running or not self.managed,
+            "restartCount": self.restart_count,
+            "state": state,
+            "lastState": {"terminated": self.last_terminated} if self.last_terminated else {},
+        }
+        return out

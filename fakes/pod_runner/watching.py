@@ -1,0 +1,97 @@
+"""Pods bound to nodes, as a stream of events on a queue: list, then watch, reconnect with back-off.
+
+Data flow::
+
+    thread: list pods (fieldSelector spec.nodeName!=)  -> ("SYNC", [pod dicts])
+            watch from the list's resourceVersion      -> ("ADDED"|"MODIFIED"|"DELETED", pod dict)
+            server timeout (WATCH_TIMEOUT_S), a 410 Gone or any error -> list again after a back-off
+    the runner's loop reads the queue with a short timeout, so it also ticks its processes
+
+Why a thread and a queue: the kubernetes client's watch blocks; the runner's loop must also
+notice crashed processes and health answers every tenth of a second. Every watch has a server
+timeout and a client read timeout, and the back-off is capped, so the thread never hangs and
+never spins. Events carry the raw JSON (camelCase) that the pure podspec functions read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+WATCH_TIMEOUT_S = 30
+"""Server-side timeout of one watch call; then the watch is simply re-opened."""
+READ_TIMEOUT_S = 45.0
+"""Client read timeout, above the server timeout, so a dead connection is noticed."""
+BACKOFF_S = (0.2, 5.0)
+
+Event = tuple[str, Any]
+log = logging.getLogger("pod_runner.watching")
+
+
+class PodWatcher:
+    def __init__(self, api: Any, events: queue.Queue[Event], stop: threading.Event) -> None:
+        self._core = client.CoreV1Api(api)
+        self._events = events
+        self._stop = stop
+        self.thread = threading.Thread(target=self._run, name="pod-watcher", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _list(self) -> str:
+        response = self._core.list_pod_for_all_namespaces(
+            field_selector="spec.nodeName!=", _preload_content=False, _request_timeout=READ_TIMEOUT_S
+        )
+        data = json.loads(response.data)
+        self._events.put(("SYNC", data.get("items") or []))
+        return str(data["metadata"]["resourceVersion"])
+
+    def _watch(self, resource_version: str) -> str:
+        stream = watch.Watch()
+        try:
+            for event in stream.stream(
+                self._core.list_pod_for_all_namespaces,
+                field_selector="spec.nodeName!=",
+                resource_version=resource_version,
+                timeout_seconds=WATCH_TIMEOUT_S,
+                allow_watch_bookmarks=True,
+                _request_timeout=READ_TIMEOUT_S,
+            ):
+                if self._stop.is_set():
+                    break
+                kind, raw = event["type"], event["raw_object"]
+                resource_version = str((raw.get("metadata") or {}).get("resourceVersion") or resource_version)
+                if kind in ("ADDED", "MODIFIED", "DELETED"):
+                    self._events.put((kind, raw))
+                elif kind == "ERROR":
+                    raise ApiException(status=int(raw.get("code", 500)), reason=str(raw.get("message", "watch error")))
+        finally:
+            stream.stop()
+        return resource_version
+
+    def _run(self) -> None:
+        delay = BACKOFF_S[0]
+        resource_version: str | None = None
+        while not self._stop.is_set():
+            try:
+                if resource_version is None:
+                    resource_version = self._list()
+                resource_version = self._watch(resource_version)
+                delay = BACKOFF_S[0]
+            except ApiException as exc:
+                if exc.status != 410:
+                    log.warning("pod watch failed (%s %s); listing again in %.1fs", exc.status, exc.reason, delay)
+                resource_version = None
+            except Exception as exc:  # any transport error: back off and list again
+                log.warning("pod watch failed (%s); listing again in %.1fs", exc, delay)
+                resource_version = None
+            if resource_version is None and self._stop.wait(delay):
+                break
+            if resource_version is None:
+                delay = min(BACKOFF_S[1], delay * 2)
