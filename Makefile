@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml tox.ini | cksum | cut -d' ' -f1)
 
-.PHONY: test certify lint bench clean
+.PHONY: test certify lint bench nightly clean
 
 $(STAMP): pyproject.toml tox.ini
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python >= 3.11"; exit 1; }
@@ -27,6 +27,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/tox run -e bench
+
+nightly: $(STAMP)
+	$(VENV)/bin/tox run -e nightly
 
 clean:
 	rm -rf $(VENV) .tox .mypy_cache .ruff_cache .pytest_cache

@@ -37,6 +37,30 @@ def _bench_engine(args: argparse.Namespace) -> int:
     return engine_bench.run(args)
 
 
+def _bench_cluster(args: argparse.Namespace) -> int:
+    from benchmarks import cluster_bench
+
+    return cluster_bench.run(args)
+
+
+def _load_run(args: argparse.Namespace) -> int:
+    from load import runner
+
+    return runner.run(args)
+
+
+def _planner_demo(args: argparse.Namespace) -> int:
+    from benchmarks import planner_demo
+
+    return planner_demo.run(args)
+
+
+def _bench_planner_calibrate(args: argparse.Namespace) -> int:
+    from benchmarks import planner_calibrate
+
+    return planner_calibrate.run(args)
+
+
 def _certify(args: argparse.Namespace) -> int:
     from conformance import certify
 
@@ -44,7 +68,7 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from benchmarks import engine_bench, router_bench
+    from benchmarks import cluster_bench, engine_bench, router_bench
     from conformance import certify
     from fakes import serve
     from reference_impl.frontend import serve as frontend_serve
@@ -74,11 +98,40 @@ def build_parser() -> argparse.ArgumentParser:
     bench_router = bench.add_parser("router", help="frontend + 2 engines under shared/bench/openai_load.py; routing decision time")
     router_bench.add_arguments(bench_router)
     bench_router.set_defaults(run=_bench_router)
+    bench_cluster = bench.add_parser("cluster", help="embedded cluster: warm up time, 1,000 GPU nodes Ready, 1,000 pods via Volcano")
+    cluster_bench.add_arguments(bench_cluster)
+    bench_cluster.set_defaults(run=_bench_cluster)
+
+    from fixtures.cluster import commands as cluster_commands
+
+    cluster = commands.add_parser("cluster", help="the embedded Kubernetes cluster").add_subparsers(dest="action", required=True)
+    cluster_commands.add_commands(cluster)
+
+    _add_load_and_planner(commands, bench)
 
     certify_p = commands.add_parser("certify", help="run conformance profiles against an implementation and write the report")
     certify.add_arguments(certify_p)
     certify_p.set_defaults(run=_certify)
     return parser
+
+
+def _add_load_and_planner(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], bench: argparse._SubParsersAction[argparse.ArgumentParser]
+) -> None:
+    from benchmarks import planner_calibrate, planner_demo
+    from load import runner
+
+    load = commands.add_parser("load", help="locust load profiles").add_subparsers(dest="action", required=True)
+    load_run = load.add_parser("run", help="run a load profile with locust (headless subprocess) and write CSV, JSON and HTML reports")
+    runner.add_arguments(load_run)
+    load_run.set_defaults(run=_load_run)
+    planner = commands.add_parser("planner", help="the reference planner").add_subparsers(dest="action", required=True)
+    demo = planner.add_parser("demo", help="reference frontend + planner + fake engines scaled by the suite's harness; optional load")
+    planner_demo.add_arguments(demo)
+    demo.set_defaults(run=_planner_demo)
+    calibrate = bench.add_parser("planner-calibrate", help="SLA capacity of the PLANNER-SCALING scenario engines")
+    planner_calibrate.add_arguments(calibrate)
+    calibrate.set_defaults(run=_bench_planner_calibrate)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

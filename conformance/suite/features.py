@@ -25,6 +25,13 @@ KV_TRANSFER_TOPOLOGY_ERROR_503: Final = "KVTransferTopologyError503"
 KV_TRANSFER_TOPOLOGY_PREFILL_PRESELECTION: Final = "KVTransferTopologyPrefillPreselection"
 KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT: Final = "KVTransferTopologyPreferredWeight"
 KV_TRANSFER_TOPOLOGY_LATENCY: Final = "KVTransferTopologyLatency"
+# Core of PLANNER-SCALING
+PLANNER_VIRTUAL_CONNECTOR: Final = "PlannerVirtualConnector"
+PLANNER_LOAD_BASED_SCALING: Final = "PlannerLoadBasedScaling"
+PLANNER_SCALING_BOUNDS: Final = "PlannerScalingBounds"
+PLANNER_STABILITY: Final = "PlannerStability"
+# Extended of PLANNER-SCALING
+PLANNER_SLA_ATTAINMENT: Final = "PlannerSlaAttainment"
 
 
 @dataclass(frozen=True)
@@ -86,5 +93,19 @@ for _feature in (
         "Per-worker 'preferred' enforcement: same-domain decode workers are favoured by a weight, never required.",
     ),
     Feature(KV_TRANSFER_TOPOLOGY_LATENCY, "Keeping KV transfers inside a domain measurably lowers time to first token."),
+    Feature(
+        PLANNER_VIRTUAL_CONNECTOR,
+        "The planner writes prefill/decode counts with a decision id and issues no new decision before scaled_decision_id acknowledges it.",
+    ),
+    Feature(
+        PLANNER_LOAD_BASED_SCALING,
+        "The planner scales each component by at most one worker per load interval until the TTFT and ITL SLAs hold again.",
+    ),
+    Feature(PLANNER_SCALING_BOUNDS, "Worker counts never fall below min_endpoint or what sustained load needs, nor exceed the GPU budget."),
+    Feature(PLANNER_STABILITY, "Under steady load the planner does not flap, and after load falls it scales down within a bounded time."),
+    Feature(
+        PLANNER_SLA_ATTAINMENT,
+        "Under burst, diurnal and replayed-trace traffic, at least 95% of requests meet the SLA once scaling settled.",
+    ),
 ):
     register(_feature)

@@ -59,7 +59,22 @@ ROUTER_TOPOLOGY = Profile(
     environments=frozenset({"process", "cluster"}),
 )
 
-PROFILES: dict[str, Profile] = {ROUTER_TOPOLOGY.name: ROUTER_TOPOLOGY}
+PLANNER_SCALING = Profile(
+    "PLANNER-SCALING",
+    core=frozenset(
+        {
+            features.PLANNER_VIRTUAL_CONNECTOR,
+            features.PLANNER_LOAD_BASED_SCALING,
+            features.PLANNER_SCALING_BOUNDS,
+            features.PLANNER_STABILITY,
+        }
+    ),
+    extended=frozenset({features.PLANNER_SLA_ATTAINMENT}),
+    # NB: the cluster environment needs the Kubernetes connector and the reference operator (not built yet).
+    environments=frozenset({"process"}),
+)
+
+PROFILES: dict[str, Profile] = {ROUTER_TOPOLOGY.name: ROUTER_TOPOLOGY, PLANNER_SCALING.name: PLANNER_SCALING}
 
 
 def register(profile: Profile) -> Profile:

@@ -67,6 +67,60 @@ class Timeouts:
         bound=3,
         kind=MINIMUM,
     )
+    # PLANNER-SCALING. Scenario times are simulated seconds; the suite divides them by planner_time_scale.
+    planner_time_scale: float = _setting(
+        4.0,
+        "ratio",
+        "Simulated seconds per real second in planner scenarios: engines' delays, the planner's intervals and model-load "
+        "time all divide by it. Paces the suite; no bound.",
+    )
+    planner_load_interval_s: float = _setting(
+        2.0, "simulated s", "The load (fast) interval given to the planner; other planner bounds count in it. Paces the suite; no bound."
+    )
+    planner_throughput_interval_s: float = _setting(
+        6.0, "simulated s", "The throughput (slow, predictive) interval given to the planner. Paces the suite; no bound."
+    )
+    planner_engine_startup_s: float = _setting(
+        3.0, "simulated s", "Model-load time of every worker the suite's harness adds. Paces the suite; no bound."
+    )
+    planner_step_intervals: int = _setting(
+        2,
+        "count",
+        "Load intervals: after a load step that needs k more workers of a component, each of the k may take this many plus "
+        "one engine start-up. Conformant bound: at most 2.",
+        bound=2,
+    )
+    planner_settle_intervals: int = _setting(
+        3,
+        "count",
+        "Load intervals added once to the step allowance above before requests must meet the SLA again. Conformant bound: at most 3.",
+        bound=3,
+    )
+    planner_scale_down_intervals: int = _setting(
+        4,
+        "count",
+        "Load intervals: after load falls, the first scale-down comes within 2 throughput intervals (the floor's window must "
+        "pass) plus this many, and each further one needed within this many more. Conformant bound: at most 4.",
+        bound=4,
+    )
+    planner_flap_window_intervals: int = _setting(
+        10,
+        "count",
+        "Load intervals in which the direction of scaling may change at most planner_max_direction_changes times under "
+        "steady load. Conformant bound: at least 10.",
+        bound=10,
+        kind=MINIMUM,
+    )
+    planner_max_direction_changes: int = _setting(
+        1, "count", "Changes of scaling direction allowed per flap window under steady load. Conformant bound: at most 1.", bound=1
+    )
+    planner_sla_attainment: float = _setting(
+        0.95,
+        "ratio",
+        "Share of requests sent after scaling settled that must meet both the TTFT and the ITL SLA. Conformant bound: at least 0.95.",
+        bound=0.95,
+        kind=MINIMUM,
+    )
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -141,4 +141,4 @@ def test_a_bad_timeout_override_is_refused_with_the_known_keys(pairs: list[str],
 def test_every_timeout_is_documented_with_its_unit() -> None:
     lines = timeouts.describe()
     assert len(lines) == len(timeouts.keys())
-    assert all(" s)" in line or " count)" in line for line in lines)
+    assert all(" s)" in line or " count)" in line or " ratio)" in line for line in lines)

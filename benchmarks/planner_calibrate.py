@@ -1,0 +1,75 @@
+"""``servecert bench planner-calibrate``: how much load one prefill + one decode engine serve within the SLA.
+
+PLANNER-SCALING scenarios state load in engines' worth (``fixtures/planner_calibration.py``).
+This measures it: one prefill and one decode worker of the scenario engines (timing table, ISL
+256, OSL 32), no planner, a constant open-loop rate for ``--seconds`` simulated seconds at each
+``--rps``; printed per rate: the share of requests within the SLA (TTFT 1000 ms, ITL 100 ms
+simulated), TTFT and TPOT percentiles. Figures only; the largest rate with >= 95% within SLA is
+the calibration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+
+import aiohttp
+
+from fixtures import load_generator
+from fixtures import planner_calibration as cal
+from fixtures.adapter import DeploymentSpec, WorkerSpec
+from fixtures.process_env import ProcessEnvironment
+from fixtures.reference_adapter import ReferenceImplementation
+from load.shapes.constant import Constant
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rps", type=float, action="append", help="requests per simulated second, repeatable")
+    p.add_argument("--seconds", type=float, default=40.0, help="simulated seconds per rate")
+    p.add_argument("--time-scale", type=float, default=4.0)
+    p.add_argument("--prefill", type=int, default=1)
+    p.add_argument("--decode", type=int, default=1)
+
+
+async def measure(rps: float, args: argparse.Namespace) -> dict[str, float]:
+    env = ProcessEnvironment()
+    chunk = cal.MAX_NUM_BATCHED_TOKENS
+    workers = (*(WorkerSpec("prefill", domains=cal.DOMAINS, max_num_batched_tokens=chunk) for _ in range(args.prefill)),
+               *(WorkerSpec("decode", domains=cal.DOMAINS, max_num_batched_tokens=chunk) for _ in range(args.decode)))
+    spec = DeploymentSpec(model=cal.MODEL, workers=workers, time_scale=args.time_scale, timing=cal.TIMING)
+    deployment = await ReferenceImplementation().deploy(spec, env)
+    try:
+        arrivals = load_generator.schedule(Constant(args.seconds), rps, args.time_scale, cal.ISL, cal.OSL)
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            results = await load_generator.run(session, deployment.frontend_url, cal.MODEL, arrivals, started=time.perf_counter())
+    finally:
+        await deployment.close()
+        await env.close()
+    k = args.time_scale
+    warm = [r for r in results if r.sent_s * k > args.seconds / 4 and r.ok and r.ttft_s is not None]
+    ttft = sorted(r.ttft_s * k * 1000 for r in warm if r.ttft_s is not None)
+    tpot = sorted((r.tpot_s or 0.0) * k * 1000 for r in warm)
+    ok = [
+        r for r in warm
+        if r.ttft_s is not None and r.ttft_s * k * 1000 <= cal.TTFT_MS and (r.tpot_s or 0) * k * 1000 <= cal.ITL_MS
+    ]
+
+    def pct(xs: list[float], q: float) -> float:
+        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+    return {
+        "rps": rps, "requests": len(results), "failed": sum(not r.ok for r in results), "within_sla": len(ok) / max(1, len(warm)),
+        "ttft_p50_ms": statistics.median(ttft) if ttft else float("nan"), "ttft_p95_ms": pct(ttft, 0.95),
+        "tpot_p50_ms": statistics.median(tpot) if tpot else float("nan"), "tpot_p95_ms": pct(tpot, 0.95),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    for rps in args.rps or [1.0, 1.5, 2.0, 2.5, 3.0]:
+        print(json.dumps({k: round(v, 3) for k, v in asyncio.run(measure(rps, args)).items()}), flush=True)
+    return 0
+
+

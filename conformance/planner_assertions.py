@@ -1,0 +1,133 @@
+"""Assertion helpers of the PLANNER-SCALING tests, named ``<object>_must_<condition>``.
+
+Every helper judges a ``ScenarioRun`` by the suite's ground truth — the engines the harness
+started, served with and stopped, and the requests as the suite's client saw them — and fails
+with a message naming the component, the simulated time and what was seen. Times are simulated
+seconds since the scenario started; "interval" is the load interval given to the planner.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from conformance.planner_checks import FLOOR_MARGIN, ScenarioRun, value_at
+from fixtures.planner_calibration import ENGINE_RPS
+from fixtures.planner_harness import COMPONENTS
+
+JITTER = 0.25  # fraction of a load interval tolerated for timer jitter between two changes
+
+
+def _changes(run: ScenarioRun, component: str) -> list[tuple[float, int]]:
+    """(time, +1 | -1) for every worker the harness started or stopped after t=0."""
+    held = run.held(component)
+    out: list[tuple[float, int]] = []
+    before = value_at(held, 0.0)
+    for t, n in held:
+        if t <= 0:
+            continue
+        if n != before:
+            out.append((t, n - before))
+        before = n
+    return out
+
+
+def changes_must_be_one_worker_per_interval(run: ScenarioRun) -> None:
+    """No component gains or loses more than one worker within one load interval."""
+    window = run.load_interval * (1 - JITTER)
+    decisions = [
+        (round(run.sim(d.seen_t), 1), d.decision.decision_id, d.decision.num_prefill_workers, d.decision.num_decode_workers)
+        for d in run.harness.decisions
+    ]
+    for component in COMPONENTS:
+        changes = _changes(run, component)
+        for i, (t, _) in enumerate(changes):
+            moved = sum(abs(d) for t2, d in changes[i:] if t2 < t + window)
+            assert moved <= 1, (
+                f"{component}: {moved} workers were added or removed within one load interval ({run.load_interval:g} s) "
+                f"from t={t:.1f} s; changes were {[(round(a, 1), d) for a, d in changes]}; decisions (t, id, prefill, decode) were "
+                f"{decisions}"
+            )
+
+
+def gpus_must_stay_within_budget(run: ScenarioRun) -> None:
+    budget = run.planner.max_gpu_budget
+    over = [(t, g) for t, g in run.gpus() if g > budget]
+    assert not over, (
+        f"GPUs held by prefill and decode workers exceeded max_gpu_budget={budget}: first at t={over[0][0]:.1f} s ({over[0][1]} GPUs)"
+    )
+
+
+def workers_must_never_fall_below_min_endpoint(run: ScenarioRun) -> None:
+    floor = run.planner.min_endpoint
+    for component in COMPONENTS:
+        low = [(t, n) for t, n in run.ready(component) if n < floor]
+        assert not low, f"{component}: {low[0][1]} serving workers at t={low[0][0]:.1f} s, below min_endpoint={floor}"
+
+
+def workers_must_cover_sustained_load(run: ScenarioRun, start: float, end: float) -> None:
+    """From ``start`` to ``end`` (steady load), each component keeps at least the workers the load
+    needs even if engines were FLOOR_MARGIN times faster than calibrated: the floor a throughput
+    loop must hold, and that no load-based scale-down may cross."""
+    needed = max(1, math.ceil(run.scenario.engines_at(start) / FLOOR_MARGIN - 1e-9))
+    step = run.load_interval / 4
+    for component in COMPONENTS:
+        ready = run.ready(component)
+        for i in range(int((end - start) / step) + 1):
+            t = start + i * step
+            n = value_at(ready, t)
+            assert n >= needed, (
+                f"{component}: only {n} serving workers at t={t:.1f} s under a steady {run.scenario.engines_at(t):.1f} engines' "
+                f"worth of load ({run.scenario.engines_at(t) * ENGINE_RPS:.2f} requests/s); at least {needed} are needed"
+            )
+
+
+def requests_must_meet_sla(run: ScenarioRun, start: float, end: float | None = None, what: str = "") -> None:
+    share, n = run.attainment(start, end)
+    need = run.timeouts.planner_sla_attainment
+    assert n > 0, f"{what or run.scenario.name}: no request was sent in the judged window from t={start:.1f} s"
+    assert share >= need, (
+        f"{what or run.scenario.name}: {share:.1%} of {n} requests sent after scaling settled met TTFT<={run.planner.ttft_ms:g} ms "
+        f"and ITL<={run.planner.itl_ms:g} ms; at least {need:.0%} must (excused after load rises: "
+        f"{[(round(a, 1), round(b, 1)) for a, b in run.excused()]})"
+    )
+
+
+def scaling_must_not_flap(run: ScenarioRun, start: float, end: float) -> None:
+    """Within any flap window in [start, end), the scaling direction changes at most the allowed number of times."""
+    t = run.timeouts
+    window = t.planner_flap_window_intervals * t.planner_load_interval_s
+    for component in COMPONENTS:
+        signs = [(at, 1 if d > 0 else -1) for at, d in _changes(run, component) if start <= at < end]
+        flips = [b[0] for a, b in itertools.pairwise(signs) if a[1] != b[1]]
+        for i, at in enumerate(flips):
+            within = [f for f in flips[i:] if f < at + window]
+            assert len(within) <= t.planner_max_direction_changes, (
+                f"{component}: the scaling direction changed {len(within)} times within {window:g} s from t={at:.1f} s under "
+                f"steady load (at most {t.planner_max_direction_changes} allowed); changes were "
+                f"{[(round(a, 1), d) for a, d in _changes(run, component)]}"
+            )
+
+
+def workers_must_scale_down_after(run: ScenarioRun, fall: float, before_rise: float) -> None:
+    """After load falls at ``fall``, each component that grew since ``before_rise`` sheds a worker
+    within 2 throughput intervals + N load intervals, and is back at its earlier count (or
+    min_endpoint) within N more load intervals per extra worker."""
+    t = run.timeouts
+    first_deadline = fall + 2 * t.planner_throughput_interval_s + t.planner_scale_down_intervals * t.planner_load_interval_s
+    for component in COMPONENTS:
+        ready = run.ready(component)
+        high, base = value_at(ready, fall), max(value_at(ready, before_rise), run.planner.min_endpoint)
+        if high <= base:
+            continue
+        stops = [at for at, d in _changes(run, component) if at >= fall and d < 0]
+        assert stops and stops[0] <= first_deadline, (
+            f"{component}: load fell at t={fall:.1f} s with {high} workers; the first scale-down must come by "
+            f"t={first_deadline:.1f} s, " + (f"it came at t={stops[0]:.1f} s" if stops else "none came")
+        )
+        deadline = first_deadline + (high - base - 1) * t.planner_scale_down_intervals * t.planner_load_interval_s
+        n = value_at(ready, deadline)
+        assert n <= base, (
+            f"{component}: {n} workers at t={deadline:.1f} s, {deadline - fall:.1f} s after load fell; it had {base} before the "
+            f"load rose and must be back there by then"
+        )

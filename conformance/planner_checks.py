@@ -1,0 +1,230 @@
+"""Steps shared by the PLANNER-SCALING tests: deploy with a planner, drive a scenario, keep the truth.
+
+A ``Scenario`` is a load shape in simulated seconds whose level is scaled to ``peak_engines``
+engines' worth of load (``planner_calibration.ENGINE_RPS`` requests per simulated second per
+engine), or a Mooncake trace. ``run`` deploys one prefill and one decode worker with the planner
+on the Virtual connector, starts the suite's ``ScalingHarness`` as the external system (new
+workers load their model for ``planner_engine_startup_s``), sends the scenario's requests with
+the suite's open-loop generator, and returns a ``ScenarioRun``: every request as the client saw
+it and every engine as the harness started, served with and stopped it. All times in a
+``ScenarioRun`` are simulated seconds since the scenario started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import aiohttp
+
+from conformance.suite.test_case import TestContext
+from conformance.suite.timeouts import Timeouts
+from fixtures import load_generator
+from fixtures import planner_calibration as cal
+from fixtures.adapter import DeploymentSpec, PlannedDeployment, PlannerSpec, WorkerSpec
+from fixtures.planner_harness import COMPONENTS, ScalingHarness, count_at
+from load.shapes import Shape
+from load.shapes.trace import TraceReplay
+
+GPUS_PER_ENGINE = {"prefill": 1, "decode": 1}
+DEFAULT_BUDGET = 10
+FLOOR_MARGIN = 1.5  # the floor the suite demands assumes engines 50% faster than the calibration
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    shape: Shape
+    peak_engines: float
+    trace: TraceReplay | None = None
+    block_tokens: int = 64
+
+    @property
+    def duration_s(self) -> float:
+        return self.trace.duration_s if self.trace is not None else self.shape.duration_s
+
+    def engines_at(self, t: float) -> float:
+        """Offered load at ``t`` in engines' worth."""
+        return self.shape.level(t) * self.peak_engines
+
+    def needed_at(self, t: float) -> int:
+        return max(1, math.ceil(self.engines_at(t) - 1e-9))
+
+    def arrivals(self, scale: float) -> list[load_generator.Arrival]:
+        if self.trace is not None:
+            return load_generator.trace_schedule(self.trace, scale, self.block_tokens)
+        return load_generator.schedule(self.shape, self.peak_engines * cal.ENGINE_RPS, scale, cal.ISL, cal.OSL)
+
+
+def planner_spec(t: Timeouts, **changes: object) -> PlannerSpec:
+    spec = PlannerSpec(
+        ttft_ms=cal.TTFT_MS,
+        itl_ms=cal.ITL_MS,
+        isl=cal.ISL,
+        osl=cal.OSL,
+        load_interval_s=t.planner_load_interval_s,
+        throughput_interval_s=t.planner_throughput_interval_s,
+        min_endpoint=1,
+        max_gpu_budget=DEFAULT_BUDGET,
+        prefill_engine_num_gpu=GPUS_PER_ENGINE["prefill"],
+        decode_engine_num_gpu=GPUS_PER_ENGINE["decode"],
+    )
+    return replace(spec, **changes)  # type: ignore[arg-type]
+
+
+def worker(role: str, startup_s: float = 0.0) -> WorkerSpec:
+    return WorkerSpec(
+        role=role, domains=cal.DOMAINS, startup_seconds=startup_s, max_num_batched_tokens=cal.MAX_NUM_BATCHED_TOKENS
+    )
+
+
+def deployment_spec(t: Timeouts, planner: PlannerSpec, prefill: int = 1, decode: int = 1) -> DeploymentSpec:
+    workers = (*(worker("prefill") for _ in range(prefill)), *(worker("decode") for _ in range(decode)))
+    return DeploymentSpec(model=cal.MODEL, workers=workers, time_scale=t.planner_time_scale, timing=cal.TIMING, planner=planner)
+
+
+@dataclass
+class ScenarioRun:
+    scenario: Scenario
+    timeouts: Timeouts
+    planner: PlannerSpec
+    results: list[load_generator.Result]
+    harness: ScalingHarness
+    end_s: float
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def scale(self) -> float:
+        return self.timeouts.planner_time_scale
+
+    def sim(self, t_real: float) -> float:
+        return t_real * self.scale
+
+    @property
+    def load_interval(self) -> float:
+        return self.timeouts.planner_load_interval_s
+
+    def ready(self, component: str) -> list[tuple[float, int]]:
+        return [(self.sim(t), n) for t, n in self.harness.ready_counts(component)]
+
+    def held(self, component: str) -> list[tuple[float, int]]:
+        return [(self.sim(t), n) for t, n in self.harness.held_counts(component)]
+
+    def gpus(self) -> list[tuple[float, int]]:
+        return [(self.sim(t), g) for t, g in self.harness.gpu_timeline()]
+
+    def gpu_seconds(self) -> float:
+        return self.sim(self.harness.gpu_seconds(self.end_s / self.scale))
+
+    def within_sla(self, r: load_generator.Result) -> bool:
+        if not r.ok or r.ttft_s is None:
+            return False
+        ttft_ms = self.sim(r.ttft_s) * 1000
+        tpot_ms = self.sim(r.tpot_s) * 1000 if r.tpot_s is not None else 0.0
+        return ttft_ms <= self.planner.ttft_ms and tpot_ms <= self.planner.itl_ms
+
+    def step_allowance(self, added: int) -> float:
+        """Simulated seconds a conformant planner may take to add ``added`` workers and settle."""
+        t = self.timeouts
+        return added * (t.planner_step_intervals * t.planner_load_interval_s + t.planner_engine_startup_s) + (
+            t.planner_settle_intervals * t.planner_load_interval_s
+        )
+
+    def excused(self, initial: int = 1) -> list[tuple[float, float]]:
+        """Windows after each rise in needed engines in which the SLA need not hold yet."""
+        out: list[tuple[float, float]] = []
+        needed, step = initial, self.load_interval / 4
+        for i in range(int(self.scenario.duration_s / step) + 1):
+            t = i * step
+            now = self.scenario.needed_at(t)
+            if now > needed:
+                out.append((t, t + self.step_allowance(now - needed)))
+            needed = now
+        return out
+
+    def attainment(
+        self, start: float = 0.0, end: float | None = None, excused: list[tuple[float, float]] | None = None
+    ) -> tuple[float, int]:
+        """(share within SLA, count) of the requests sent in [start, end) outside the excused windows."""
+        end = self.end_s if end is None else end
+        windows = self.excused() if excused is None else excused
+        chosen = [
+            r for r in self.results
+            if start <= self.sim(r.sent_s) < end and not any(a <= self.sim(r.sent_s) < b for a, b in windows)
+        ]
+        if not chosen:
+            return 1.0, 0
+        return sum(self.within_sla(r) for r in chosen) / len(chosen), len(chosen)
+
+    def timeline(self, step: float = 8.0) -> str:
+        """Per window: requests, share within SLA, TTFT and TPOT medians (simulated ms), serving workers."""
+        rows = []
+        for i in range(int(self.end_s / step) + 1):
+            a, b = i * step, (i + 1) * step
+            rs = [r for r in self.results if a <= self.sim(r.sent_s) < b]
+            if not rs:
+                continue
+            ttft = sorted(self.sim(r.ttft_s) * 1000 for r in rs if r.ttft_s is not None)
+            tpot = sorted(self.sim(r.tpot_s) * 1000 for r in rs if r.tpot_s is not None)
+            ok = sum(self.within_sla(r) for r in rs) / len(rs)
+            workers = "/".join(str(value_at(self.ready(c), a)) for c in COMPONENTS)
+            rows.append(
+                f"[{a:.0f},{b:.0f}) n={len(rs)} sla={ok:.0%} ttft50={ttft[len(ttft) // 2] if ttft else -1:.0f} "
+                f"tpot50={tpot[len(tpot) // 2] if tpot else -1:.0f} p/d={workers}"
+            )
+        return "; ".join(rows)
+
+    def summary(self) -> str:
+        share, n = self.attainment(excused=[])
+        peaks = {c: max((k for _, k in self.held(c)), default=0) for c in COMPONENTS}
+        return (
+            f"scenario {self.scenario.name}: {len(self.results)} requests, {share:.1%} of {n} within SLA overall, "
+            f"{len(self.harness.decisions)} decisions, peak workers {peaks}, {self.gpu_seconds():.0f} GPU-seconds (simulated)"
+        )
+
+
+async def run(
+    ctx: TestContext,
+    scenario: Scenario,
+    planner: PlannerSpec | None = None,
+    prefill: int = 1,
+    decode: int = 1,
+    tweak: Callable[[PlannerSpec], PlannerSpec] | None = None,
+) -> ScenarioRun:
+    t = ctx.timeouts
+    spec = planner or planner_spec(t)
+    if tweak is not None:
+        spec = tweak(spec)
+    deployment = await ctx.deploy(deployment_spec(t, spec, prefill, decode))
+    if not isinstance(deployment, PlannedDeployment) or getattr(deployment, "decisions", None) is None:
+        raise AssertionError(
+            f"{ctx.name}: the deployment has no 'decisions' store; a planner on the Virtual connector must expose its "
+            "DecisionStore (protocol.planner_decisions) as Deployment.decisions"
+        )
+    arrivals = scenario.arrivals(t.planner_time_scale)
+    templates = {c: worker(c, t.planner_engine_startup_s) for c in COMPONENTS}
+    started = time.perf_counter()
+    harness = ScalingHarness(deployment, templates, GPUS_PER_ENGINE, t0=time.monotonic())
+    harness.start()
+    ctx.add_cleanup(harness.close)
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        results = await load_generator.run(session, deployment.frontend_url, cal.MODEL, arrivals, started=started,
+                                           timeout_s=t.request_s)
+    remaining = started + scenario.duration_s / t.planner_time_scale - time.perf_counter()
+    if remaining > 0:
+        await asyncio.sleep(remaining)
+    end = harness.now()
+    await harness.close()
+    outcome = ScenarioRun(scenario, t, spec, results, harness, end * t.planner_time_scale)
+    ctx.log.info(outcome.summary())
+    ctx.log.info(outcome.timeline())
+    assert not harness.errors, f"{ctx.name}: the harness could not carry out the planner's decisions: {harness.errors[:3]}"
+    return outcome
+
+
+def value_at(steps: list[tuple[float, int]], t: float) -> int:
+    return count_at(steps, t)

@@ -1,0 +1,33 @@
+"""With load needing eight workers and a budget of five GPUs, GPUs held never exceed the budget.
+
+A worker holds its GPUs from the moment the harness starts it (model loading included) until it
+is stopped, as a pod does; the sum over prefill and decode workers is compared with
+``max_gpu_budget`` at every change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from conformance import planner_assertions, planner_checks, planner_scenarios
+from conformance.suite import features
+from conformance.suite.test_case import ConformanceTest, TestContext
+
+BUDGET = 5
+
+
+async def check(ctx: TestContext) -> None:
+    run = await planner_checks.run(
+        ctx, planner_scenarios.OVER_BUDGET, tweak=lambda spec: dataclasses.replace(spec, max_gpu_budget=BUDGET)
+    )
+    planner_assertions.gpus_must_stay_within_budget(run)
+
+
+TEST = ConformanceTest(
+    short_name="PlannerScalingGpuBudgetNeverExceeded",
+    description="Prefill and decode workers together never hold more GPUs than max_gpu_budget, even when load needs more.",
+    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_SCALING_BOUNDS),
+    environments=frozenset({"process"}),
+    slow=True,
+    check=check,
+)

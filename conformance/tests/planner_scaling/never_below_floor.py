@@ -1,0 +1,29 @@
+"""Under steady load, no component falls below min_endpoint or below what the load needs.
+
+"What the load needs" is the suite's own floor: the workers the steady rate needs if engines were
+1.5 times faster than the suite's calibration says (a conformant throughput loop predicts at
+least that much), judged from the moment a conformant planner could have reached it
+(``planner_checks.ScenarioRun.step_allowance``) to the end. min_endpoint holds throughout.
+"""
+
+from __future__ import annotations
+
+from conformance import planner_assertions, planner_checks, planner_scenarios
+from conformance.suite import features
+from conformance.suite.test_case import ConformanceTest, TestContext
+
+
+async def check(ctx: TestContext) -> None:
+    run = await planner_checks.run(ctx, planner_scenarios.STEADY)
+    planner_assertions.workers_must_never_fall_below_min_endpoint(run)
+    planner_assertions.workers_must_cover_sustained_load(run, planner_scenarios.STEADY_SETTLED_AT, run.end_s)
+
+
+TEST = ConformanceTest(
+    short_name="PlannerScalingNeverBelowFloor",
+    description="Worker counts never fall below min_endpoint, nor below the floor that steady load needs.",
+    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_SCALING_BOUNDS),
+    environments=frozenset({"process"}),
+    slow=True,
+    check=check,
+)

@@ -1,0 +1,28 @@
+"""Under steady load between two worker counts' capacity, the planner settles instead of flapping.
+
+The load is 2.5 engines' worth: two workers of a component are too few, three are enough. After
+the settling allowance, the direction of scaling (up or down, from the workers the harness
+started and stopped) may change at most ``planner_max_direction_changes`` times in any
+``planner_flap_window_intervals`` load intervals.
+"""
+
+from __future__ import annotations
+
+from conformance import planner_assertions, planner_checks, planner_scenarios
+from conformance.suite import features
+from conformance.suite.test_case import ConformanceTest, TestContext
+
+
+async def check(ctx: TestContext) -> None:
+    run = await planner_checks.run(ctx, planner_scenarios.STEADY)
+    planner_assertions.scaling_must_not_flap(run, planner_scenarios.STEADY_SETTLED_AT, run.end_s)
+
+
+TEST = ConformanceTest(
+    short_name="PlannerScalingNoFlapping",
+    description="Under steady load the scaling direction changes at most once in ten load intervals.",
+    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_STABILITY),
+    environments=frozenset({"process"}),
+    slow=True,
+    check=check,
+)

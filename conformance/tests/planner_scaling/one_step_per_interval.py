@@ -1,0 +1,30 @@
+"""Under a x4 step and a ramp, no component gains or loses more than one worker per load interval.
+
+Judged from the workers the harness started and stopped (ground truth), with a quarter interval
+of tolerance for timer jitter: two changes of one component closer than that are a violation,
+and so is one decision moving a component by two.
+"""
+
+from __future__ import annotations
+
+from conformance import planner_assertions, planner_checks, planner_scenarios
+from conformance.suite import features
+from conformance.suite.test_case import Case, ConformanceTest, TestContext
+
+SCENARIOS = {"step-x4": planner_scenarios.STEP_X4, "ramp": planner_scenarios.RAMP}
+
+
+async def check(ctx: TestContext) -> None:
+    run = await planner_checks.run(ctx, SCENARIOS[ctx.params["scenario"]])
+    planner_assertions.changes_must_be_one_worker_per_interval(run)
+
+
+TEST = ConformanceTest(
+    short_name="PlannerScalingOneStepPerInterval",
+    description="Each component changes by at most one worker per load interval, however far the load moves.",
+    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_LOAD_BASED_SCALING),
+    environments=frozenset({"process"}),
+    cases=tuple(Case(name, {"scenario": name}) for name in SCENARIOS),
+    slow=True,
+    check=check,
+)

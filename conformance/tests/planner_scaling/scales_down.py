@@ -1,0 +1,28 @@
+"""After load falls back, workers are removed within the stated bound, down to where they were.
+
+The first removal of a component must come within two throughput intervals (the window of the
+throughput floor must see the lower load) plus ``planner_scale_down_intervals`` load intervals;
+each further one within ``planner_scale_down_intervals`` more, until the component is back at
+the count it had before the load rose.
+"""
+
+from __future__ import annotations
+
+from conformance import planner_assertions, planner_checks, planner_scenarios
+from conformance.suite import features
+from conformance.suite.test_case import ConformanceTest, TestContext
+
+
+async def check(ctx: TestContext) -> None:
+    run = await planner_checks.run(ctx, planner_scenarios.UP_AND_DOWN)
+    planner_assertions.workers_must_scale_down_after(run, planner_scenarios.FALL_AT, planner_scenarios.RISE_AT)
+
+
+TEST = ConformanceTest(
+    short_name="PlannerScalingScalesDownAfterLoadFalls",
+    description="When load falls, the planner removes the extra workers within the stated number of intervals.",
+    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_STABILITY),
+    environments=frozenset({"process"}),
+    slow=True,
+    check=check,
+)

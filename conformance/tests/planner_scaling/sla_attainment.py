@@ -1,0 +1,30 @@
+"""Under a burst, a diurnal cycle and a replayed Mooncake trace, >= 95% of requests meet the SLA.
+
+Requests sent while scaling may lag a rise in load (the allowance after each rise in the workers
+the load needs) are excused; every other request counts. The trace's prompts share prefixes by
+hash id, so prefix caching and KV-aware routing are in play.
+"""
+
+from __future__ import annotations
+
+from conformance import planner_assertions, planner_checks, planner_scenarios
+from conformance.suite import features
+from conformance.suite.test_case import Case, ConformanceTest, TestContext
+
+SCENARIOS = {s.name: s for s in (planner_scenarios.BURST, planner_scenarios.DIURNAL, planner_scenarios.TRACE)}
+
+
+async def check(ctx: TestContext) -> None:
+    run = await planner_checks.run(ctx, SCENARIOS[ctx.params["scenario"]])
+    planner_assertions.requests_must_meet_sla(run, 0.0)
+
+
+TEST = ConformanceTest(
+    short_name="PlannerScalingMeetsSlaAfterSettling",
+    description="Under burst, diurnal and trace-replay traffic, at least 95% of requests meet the SLA outside the scaling allowance.",
+    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_SLA_ATTAINMENT),
+    environments=frozenset({"process"}),
+    cases=tuple(Case(name, {"scenario": name}) for name in SCENARIOS),
+    slow=True,
+    check=check,
+)

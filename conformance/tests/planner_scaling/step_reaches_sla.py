@@ -1,0 +1,28 @@
+"""After load steps up four-fold, requests meet the SLA again within the stated allowance.
+
+The allowance is, per worker the step needs, ``planner_step_intervals`` load intervals plus one
+engine start-up, plus ``planner_settle_intervals`` load intervals; from then on at least
+``planner_sla_attainment`` of the requests must meet both TTFT and ITL SLAs.
+"""
+
+from __future__ import annotations
+
+from conformance import planner_assertions, planner_checks, planner_scenarios
+from conformance.suite import features
+from conformance.suite.test_case import ConformanceTest, TestContext
+
+
+async def check(ctx: TestContext) -> None:
+    run = await planner_checks.run(ctx, planner_scenarios.STEP_X4)
+    [(_, settled)] = run.excused()
+    planner_assertions.requests_must_meet_sla(run, settled, what=f"after the x4 step at t={planner_scenarios.STEP_AT:g} s")
+
+
+TEST = ConformanceTest(
+    short_name="PlannerScalingStepReachesSla",
+    description="After a x4 load step, at least 95% of requests meet the TTFT and ITL SLAs once the stated scaling allowance passed.",
+    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_LOAD_BASED_SCALING),
+    environments=frozenset({"process"}),
+    slow=True,
+    check=check,
+)

@@ -1,0 +1,19 @@
+"""The interface of a connector."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+ISSUED = "issued"
+UNCHANGED = "unchanged"
+AWAITING_ACK = "awaiting_ack"
+
+
+class Connector(Protocol):
+    async def scale_to(self, prefill: int, decode: int) -> str:
+        """Ask for these counts; returns ISSUED, UNCHANGED, or AWAITING_ACK (refused: previous not done)."""
+        ...
+
+    async def in_progress(self) -> bool:
+        """Whether the last request has not been carried out yet."""
+        ...

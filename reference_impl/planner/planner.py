@@ -1,0 +1,285 @@
+"""The planner loop: every load interval, observe -> predict -> propose -> reconcile -> execute.
+
+``Planner.step`` is one tick (one load interval of simulated time, ``config.real_seconds`` of real
+time). Every ``throughput_every``-th tick is also a throughput tick: the decode engines' counters
+give the window's request rate and mean ISL/OSL, the predictor forecasts the next window, and
+the perf model's per-engine capacity turns the forecast into a floor of replicas. Every tick
+summarises each engine's forward-pass metrics of the interval into estimated TTFT/ITL; the load
+rule proposes +/-1 per component; ``reconcile`` applies the floor, the step limit,
+``min_endpoint`` and the GPU budget; the connector issues the decision.
+
+Pending-desired guard: while the connector's last decision is unacknowledged, or the observed
+worker counts differ from the last desired counts, the planner only observes (reasons
+``scaling_in_progress`` and ``worker_count_mismatch``, as Dynamo's), so it never stacks a change on
+one still being carried out; a mismatch that persists is logged every ``MISMATCH_TICKS`` ticks.
+
+Scale-down stabilisation: a load-based scale-down is carried out only when it was proposed on
+``config.down_stabilisation_ticks`` consecutive ticks (Kubernetes HPA's stabilisation window, shortened),
+which with the floor's dead band keeps a steady load at a capacity boundary from flapping.
+
+``decide_load`` is an attribute so deliberately broken planners (``tests/nonconforming``) can
+swap the rule; the reference uses ``load_scaling.decide``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import aiohttp
+
+from reference_impl.planner import estimate, load_scaling, predictors, throughput_scaling
+from reference_impl.planner.config import PlannerConfig
+from reference_impl.planner.connectors.protocol import ISSUED, Connector
+from reference_impl.planner.diagnostics import Diagnostics, TickRecord
+from reference_impl.planner.fpm import FpmFeed
+from reference_impl.planner.perf_model.protocol import PerfModel
+from reference_impl.planner.perf_model.regression import RegressionPerfModel
+from reference_impl.planner.perf_model.table import TablePerfModel
+from reference_impl.planner.predictors.protocol import Predictor
+from reference_impl.planner.reconcile import Targets, reconcile
+from reference_impl.planner.traffic import TrafficMeter
+
+log = logging.getLogger("servecert.planner")
+IN_PROGRESS = "scaling_in_progress"
+MISMATCH = "worker_count_mismatch"
+MISMATCH_TICKS = 10  # ticks between two warnings about a mismatch
+STABILISING = "scale_down_stabilising"
+
+DecideLoad = Callable[[int, Sequence[float], Sequence[float], float, float, int], load_scaling.LoadProposal]
+
+
+@dataclass(frozen=True)
+class Worker:
+    engine_id: str
+    url: str
+    role: str  # prefill | decode | agg (counted as decode)
+
+
+class WorkerSource(Protocol):
+    def workers(self) -> list[Worker]:
+        """The workers that are registered and ready now."""
+        ...
+
+
+class Planner:
+    def __init__(
+        self,
+        config: PlannerConfig,
+        workers: WorkerSource,
+        connector: Connector,
+        session: aiohttp.ClientSession,
+        *,
+        perf: PerfModel | None = None,
+        predictor: Predictor | None = None,
+        diagnostics: Diagnostics | None = None,
+    ) -> None:
+        self.config = config
+        self.source = workers
+        self.connector = connector
+        self.fpm = FpmFeed(session)
+        self.traffic = TrafficMeter(session)
+        if perf is None:
+            perf = (
+                TablePerfModel.from_file(Path(config.profile))
+                if config.profile
+                else RegressionPerfModel(config.max_fpm_samples, config.load_min_observations)
+            )
+        self.perf = perf
+        self.predictor = predictor or predictors.make(config.predictor)
+        self.diagnostics = diagnostics or Diagnostics()
+        self.decide_load: DecideLoad = load_scaling.decide
+        self.desired: Targets | None = None
+        self.floor: Targets | None = None
+        self.isl, self.osl = float(config.isl), float(config.osl)
+        self.ticks = 0
+        self.started = time.monotonic()
+        self._last_tick = self.started
+        self._last_traffic: float | None = None
+        self._fed: dict[str, float] = {}
+        self._mismatch = 0
+        self._down_streak: dict[str, int] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.started = self._last_tick = time.monotonic()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="planner")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.fpm.close()
+
+    async def _run(self) -> None:
+        interval = self.config.real_seconds(self.config.load_interval_s)
+        next_at = time.monotonic() + interval
+        while True:
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+            next_at += interval
+            try:
+                await self.step()
+            except (aiohttp.ClientError, TimeoutError, ValueError, ArithmeticError) as exc:
+                log.warning("planner tick failed, holding: %r", exc)
+
+    # -- one tick -----------------------------------------------------------------------------------
+    async def step(self) -> TickRecord:
+        cfg = self.config
+        now = time.monotonic()
+        window_start, self._last_tick = self._last_tick, now
+        workers = self.source.workers()
+        prefill = [w for w in workers if w.role == "prefill"]
+        decode = [w for w in workers if w.role != "prefill"]
+        await self._follow(workers)
+        self._feed_perf(prefill, decode)
+        current = Targets(len(prefill), len(decode))
+        if self.desired is None:
+            self.desired = current
+        self.ticks += 1
+
+        observed_rps = predicted_rps = None
+        if cfg.enable_throughput_scaling and self.ticks % cfg.throughput_every == 0:
+            observed_rps, predicted_rps = await self._throughput(workers, now)
+
+        window_ms = cfg.simulated_seconds(now - window_start) * 1000.0
+        chunk = cfg.max_num_batched_tokens
+        ttfts, ttfts_after = self._estimates(prefill, window_start, window_ms, lambda load, spread: estimate.ttft_ms(
+            load, self.perf, self.isl, chunk, spread), self.perf.prefill_ready())
+        context = self.isl + self.osl / 2
+        itls, itls_after = self._estimates(decode, window_start, window_ms, lambda load, spread: estimate.itl_ms(
+            load, self.perf, context, spread), self.perf.decode_ready())
+
+        def record(p_reason: str, d_reason: str, action: str, notes: Sequence[str] = ()) -> TickRecord:
+            assert self.desired is not None
+            rec = TickRecord(
+                t_s=cfg.simulated_seconds(now - self.started),
+                prefill=current.prefill,
+                decode=current.decode,
+                desired_prefill=self.desired.prefill,
+                desired_decode=self.desired.decode,
+                floor_prefill=self.floor.prefill if self.floor else None,
+                floor_decode=self.floor.decode if self.floor else None,
+                ttft_ms=sum(ttfts) / len(ttfts) if ttfts else None,
+                itl_ms=sum(itls) / len(itls) if itls else None,
+                observed_rps=observed_rps,
+                predicted_rps=predicted_rps,
+                prefill_reason=p_reason,
+                decode_reason=d_reason,
+                action=action,
+                notes=tuple(notes),
+            )
+            self.diagnostics.record(rec)
+            return rec
+
+        if await self.connector.in_progress():
+            return record(IN_PROGRESS, IN_PROGRESS, "observe")
+        if current != self.desired:
+            self._mismatch += 1
+            if self._mismatch % MISMATCH_TICKS == 0:
+                log.warning("worker counts %s still differ from the acknowledged decision %s; holding", current, self.desired)
+            return record(MISMATCH, MISMATCH, "observe")
+        self._mismatch = 0
+
+        if cfg.enable_load_scaling:
+            p = self._stabilised("prefill", current.prefill, self.decide_load(
+                current.prefill, ttfts, ttfts_after, cfg.ttft_ms, cfg.scale_down_sensitivity, cfg.min_endpoint))
+            d = self._stabilised("decode", current.decode, self.decide_load(
+                current.decode, itls, itls_after, cfg.itl_ms, cfg.scale_down_sensitivity, cfg.min_endpoint))
+        else:
+            p = d = load_scaling.LoadProposal(-1, "load_scaling_disabled")
+        proposal = Targets(p.target, d.target) if cfg.enable_load_scaling else None
+        target, notes = reconcile(current, proposal, self.floor, cfg)
+        action = "hold"
+        if target != current:
+            action = await self.connector.scale_to(target.prefill, target.decode)
+            if action == ISSUED:
+                log.info("[summary] %s -> %s (%s / %s; %s)", current, target, p.reason, d.reason, ", ".join(notes) or "-")
+                self.desired = target
+        return record(p.reason, d.reason, action, notes)
+
+    def _stabilised(self, component: str, current: int, proposal: load_scaling.LoadProposal) -> load_scaling.LoadProposal:
+        """A scale-down only after ``config.down_stabilisation_ticks`` consecutive ticks proposed it (HPA's stabilisation
+        window): one quiet interval between bursts must not remove a worker the next interval needs back."""
+        if proposal.target >= current:
+            self._down_streak[component] = 0
+            return proposal
+        self._down_streak[component] = self._down_streak.get(component, 0) + 1
+        if self._down_streak[component] < self.config.down_stabilisation_ticks:
+            return load_scaling.LoadProposal(current, STABILISING)
+        self._down_streak[component] = 0
+        return proposal
+
+    async def _throughput(self, workers: list[Worker], now: float) -> tuple[float | None, float | None]:
+        cfg = self.config
+        first = self._last_traffic is None
+        seconds = cfg.simulated_seconds(now - (self._last_traffic or now))
+        self._last_traffic = now
+        sample = await self.traffic.sample([(w.engine_id, w.url) for w in workers], seconds)
+        if first:
+            return None, None
+        if sample.requests > 0:
+            self.isl, self.osl = sample.isl, sample.osl
+        self.predictor.add(sample.rps)
+        predicted = self.predictor.predict()
+        if self.perf.prefill_ready() and self.perf.decode_ready():
+            # NB: sized for SLA x sensitivity at target utilisation: the load loop only reacts once estimates pass the
+            # SLA, so the floor is what keeps a steady state inside it with room for the next burst.
+            margin = cfg.scale_down_sensitivity
+            cap_p = cfg.target_utilisation * throughput_scaling.prefill_capacity_rps(
+                self.perf, self.isl, cfg.ttft_ms * margin, cfg.max_num_batched_tokens)
+            cap_d = cfg.target_utilisation * throughput_scaling.decode_capacity_rps(self.perf, self.isl, self.osl, cfg.itl_ms * margin)
+            old = self.floor
+            self.floor = Targets(
+                throughput_scaling.floor(predicted, cap_p, old.prefill if old else None, cfg.min_endpoint),
+                throughput_scaling.floor(predicted, cap_d, old.decode if old else None, cfg.min_endpoint),
+            )
+        return sample.rps, predicted
+
+    def _estimates(
+        self,
+        workers: list[Worker],
+        since: float,
+        window_ms: float,
+        price: Callable[[estimate.EngineLoad, float], float],
+        ready: bool,
+    ) -> tuple[list[float], list[float]]:
+        """Per-engine estimates now and after consolidating N engines into N-1."""
+        if not ready or not workers:
+            return [], []
+        loads = [
+            estimate.summarise(w.engine_id, self.fpm.since(w.engine_id, since), window_ms, self.fpm.last_before(w.engine_id, since))
+            for w in workers
+        ]
+        now = [price(load, 1.0) for load in loads]
+        n = len(workers)
+        after = [price(load, n / (n - 1)) for load in loads] if n > 1 else []
+        return now, after
+
+    async def _follow(self, workers: list[Worker]) -> None:
+        present = {w.engine_id for w in workers}
+        for w in workers:
+            self.fpm.follow(w.engine_id, w.url)
+        for engine_id in self.fpm.following() - present:
+            await self.fpm.unfollow(engine_id)
+            self._fed.pop(engine_id, None)
+
+    def _feed_perf(self, prefill: list[Worker], decode: list[Worker]) -> None:
+        for role, group in (("prefill", prefill), ("decode", decode)):
+            for w in group:
+                samples = self.fpm.since(w.engine_id, self._fed.get(w.engine_id, 0.0))
+                for s in samples:
+                    if role == "prefill":
+                        self.perf.observe_prefill(s.scheduled_prefill_tokens, s.iteration_ms)
+                    else:
+                        self.perf.observe_decode(s.scheduled_decode_kv_tokens, s.iteration_ms)
+                if samples:
+                    self._fed[w.engine_id] = samples[-1].at + 1e-9

@@ -1,0 +1,87 @@
+"""OBSERVE, traffic: requests, input and output lengths per window, from the engines' Prometheus.
+
+The throughput loop needs the request rate and the mean ISL/OSL of the last window. Decode (or
+aggregated) engines count every finished request in ``vllm:request_success_total`` and the
+lengths in the ``vllm:request_prompt_tokens`` / ``vllm:request_generation_tokens`` histograms;
+``TrafficMeter.sample`` scrapes them, keeps the last value per engine and returns the growth
+since the previous sample. Arrivals, not completions, are what the next window must serve: a
+bottleneck (say too few prefill workers) throttles completions, so the meter adds the growth of
+the requests still inside the engines (``vllm:num_requests_waiting`` + ``running`` of every
+engine): arrivals = completions + growth of the backlog. An engine seen for the first time contributes from its next scrape
+on; a removed engine's last increments are lost (a window's count is then a slight underestimate).
+Dynamo reads the frontend's Prometheus instead; the engines' counters are the same numbers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+log = logging.getLogger("servecert.planner.traffic")
+SUCCESS = "vllm:request_success_total"
+PROMPT_SUM = "vllm:request_prompt_tokens_sum"
+GENERATION_SUM = "vllm:request_generation_tokens_sum"
+IN_SYSTEM = ("vllm:num_requests_waiting", "vllm:num_requests_running")
+
+
+@dataclass(frozen=True)
+class TrafficSample:
+    requests: float
+    isl: float  # mean prompt tokens of the window's requests (0 when none)
+    osl: float
+    seconds: float  # simulated seconds the window covered
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class _Counters:
+    requests: float
+    prompt_tokens: float
+    generation_tokens: float
+    in_system: float = 0.0
+
+
+class TrafficMeter:
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self.session = session
+        self._last: dict[str, _Counters] = {}
+
+    async def sample(self, engines: Sequence[tuple[str, str]], seconds: float) -> TrafficSample:
+        """Scrape ``(engine_id, url)`` engines (all roles); arrivals since the last call over ``seconds`` simulated seconds."""
+        done = prompt = generated = backlog = 0.0
+        seen: dict[str, _Counters] = {}
+        for engine_id, url in engines:
+            now = await self._scrape(url)
+            if now is None:
+                continue
+            seen[engine_id] = now
+            before = self._last.get(engine_id)
+            if before is not None:
+                done += max(0.0, now.requests - before.requests)
+                prompt += max(0.0, now.prompt_tokens - before.prompt_tokens)
+                generated += max(0.0, now.generation_tokens - before.generation_tokens)
+                backlog += now.in_system - before.in_system
+        self._last = seen
+        arrivals = max(0.0, done + backlog)
+        return TrafficSample(arrivals, prompt / done if done else 0.0, generated / done if done else 0.0, seconds)
+
+    async def _scrape(self, url: str) -> _Counters | None:
+        try:
+            async with self.session.get(url + "/metrics", timeout=aiohttp.ClientTimeout(total=5)) as resp:
+                text = await resp.text()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            log.debug("cannot scrape %s: %r", url, exc)
+            return None
+        values = dict.fromkeys((SUCCESS, PROMPT_SUM, GENERATION_SUM, *IN_SYSTEM), 0.0)
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                if s.name in values:
+                    values[s.name] += float(s.value)
+        return _Counters(values[SUCCESS], values[PROMPT_SUM], values[GENERATION_SUM], sum(values[k] for k in IN_SYSTEM))

@@ -1,0 +1,64 @@
+"""The suite fails every deliberately broken planner, naming the test that caught it, and passes the reference.
+
+Each broken planner is certified on PLANNER-SCALING in a subprocess, exactly as a vendor would
+run it, focused with ``--run-test`` on the test that must catch it (the whole profile would only
+repeat the verdict, at several times the cost); the reference planner runs the whole profile.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+PROFILE = "PLANNER-SCALING"
+
+
+def certify(implementation: str, report_dir: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+    cmd = [sys.executable, "-m", "conformance", "certify", "--implementation", implementation,
+           "--profile", PROFILE, "--env", "process", "--report-dir", str(report_dir), *extra]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=REPO, check=False)
+    report_path = report_dir / "conformance-report.yaml"
+    assert report_path.is_file(), f"no report written; stderr: {done.stderr[-2000:]}"
+    return done.returncode, yaml.safe_load(report_path.read_text()), done.stdout + done.stderr
+
+
+def profile_of(report: dict[str, Any]) -> dict[str, Any]:
+    [profile] = [p for p in report["profiles"] if p["name"] == PROFILE]
+    return profile
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("adapter", "caught_by"),
+    [
+        ("tests.nonconforming.planner:StepsOfTwo", "PlannerScalingOneStepPerInterval"),
+        ("tests.nonconforming.planner:IgnoresGpuBudget", "PlannerScalingGpuBudgetNeverExceeded"),
+        ("tests.nonconforming.planner:ScalesDownUnderLoad", "PlannerScalingNeverBelowFloor"),
+        ("tests.nonconforming.planner:Flaps", "PlannerScalingNoFlapping"),
+    ],
+    ids=["steps-of-two", "ignores-gpu-budget", "scales-down-under-load", "flaps"],
+)
+def test_a_planner_breaking_a_rule_is_failed_by_the_test_for_that_rule(adapter: str, caught_by: str, tmp_path: Path) -> None:
+    code, report, output = certify(adapter, tmp_path, "--run-test", caught_by)
+    assert code == 1, f"certify must exit 1 for a non-conforming planner, got {code}:\n{output[-3000:]}"
+    profile = profile_of(report)
+    assert profile["core"]["result"] == "failure"
+    assert caught_by in profile["core"]["failedTests"], f"{caught_by} did not fail; failed: {profile['core']['failedTests']}"
+
+
+@pytest.mark.slow
+def test_the_reference_planner_passes_the_whole_profile(tmp_path: Path) -> None:
+    code, report, output = certify("reference", tmp_path, "--workers", "1")
+    assert code == 0, output[-3000:]
+    profile = profile_of(report)
+    assert profile["core"]["result"] == "success", profile
+    assert profile["core"]["statistics"]["failed"] == 0
+    assert profile["extended"]["statistics"]["failed"] == 0, profile["extended"]

@@ -1,0 +1,81 @@
+"""Deliberately non-conforming planners, built from the reference planner with one rule broken each.
+
+The suite must fail every one of them (``tests/conformance/test_suite_fails_nonconforming_planners.py``);
+each names the rule it breaks and the conformance test expected to catch it. The breaks are made
+through the reference adapter's hooks: ``planner_config_hook`` edits the planner's settings,
+``planner_hook`` swaps its load rule (``Planner.decide_load``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from fixtures.reference_adapter import ReferenceImplementation
+from reference_impl.planner import load_scaling
+from reference_impl.planner.config import PlannerConfig
+from reference_impl.planner.load_scaling import LoadProposal
+from reference_impl.planner.planner import Planner
+
+
+def _two_at_a_time(planner: Planner) -> None:
+    def decide(current: int, estimates: Sequence[float], after: Sequence[float], sla: float, sens: float, low: int) -> LoadProposal:
+        proposal = load_scaling.decide(current, estimates, after, sla, sens, low)
+        # Broken: a step of two workers per interval.
+        return LoadProposal(max(low, current + 2 * (proposal.target - current)), proposal.reason)
+
+    planner.decide_load = decide
+
+
+def _step_two(config: PlannerConfig) -> PlannerConfig:
+    return dataclasses.replace(config, max_step=2)
+
+
+def _no_budget(config: PlannerConfig) -> PlannerConfig:
+    return dataclasses.replace(config, max_gpu_budget=1_000_000)
+
+
+def _load_only(config: PlannerConfig) -> PlannerConfig:
+    return dataclasses.replace(config, enable_throughput_scaling=False, down_stabilisation_ticks=1)
+
+
+def _down_when_busy(planner: Planner) -> None:
+    def decide(current: int, estimates: Sequence[float], after: Sequence[float], sla: float, sens: float, low: int) -> LoadProposal:
+        # Broken: the scale-down test is read backwards — busy engines (above SLA x sensitivity) are "consolidated".
+        if estimates and current > low and all(e > sla * sens for e in estimates):
+            return LoadProposal(current - 1, "busy_engines_consolidated")
+        return load_scaling.decide(current, estimates, after, sla, sens, low)
+
+    planner.decide_load = decide
+
+
+def _no_hysteresis(planner: Planner) -> None:
+    def decide(current: int, estimates: Sequence[float], after: Sequence[float], sla: float, sens: float, low: int) -> LoadProposal:
+        if estimates and all(e > sla for e in estimates):
+            return LoadProposal(current + 1, load_scaling.UP)
+        # Broken: down as soon as today's estimates are under the SLA — no sensitivity margin, no consolidation guard.
+        if estimates and current > low and all(e < sla for e in estimates):
+            return LoadProposal(current - 1, "below_sla")
+        return LoadProposal(current, load_scaling.HOLD)
+
+    planner.decide_load = decide
+
+
+def StepsOfTwo() -> ReferenceImplementation:
+    """Adds or removes two workers per load interval. Caught by PlannerScalingOneStepPerInterval."""
+    return ReferenceImplementation(planner_config_hook=_step_two, planner_hook=_two_at_a_time)
+
+
+def IgnoresGpuBudget() -> ReferenceImplementation:
+    """Never clamps to max_gpu_budget. Caught by PlannerScalingGpuBudgetNeverExceeded."""
+    return ReferenceImplementation(planner_config_hook=_no_budget)
+
+
+def ScalesDownUnderLoad() -> ReferenceImplementation:
+    """Removes workers while they are busy, with no throughput floor. Caught by PlannerScalingNeverBelowFloor."""
+    return ReferenceImplementation(planner_config_hook=_load_only, planner_hook=_down_when_busy)
+
+
+def Flaps() -> ReferenceImplementation:
+    """Scales down as soon as estimates dip under the SLA (no hysteresis, guard or floor). Caught by PlannerScalingNoFlapping."""
+    return ReferenceImplementation(planner_config_hook=_load_only, planner_hook=_no_hysteresis)

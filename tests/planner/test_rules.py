@@ -1,0 +1,97 @@
+"""The load rule, reconcile/constrain and the Virtual connector, as units."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from protocol.planner_decisions import MemoryDecisionStore
+from reference_impl.planner import load_scaling
+from reference_impl.planner.config import PlannerConfig, PlannerConfigError
+from reference_impl.planner.connectors.protocol import AWAITING_ACK, ISSUED, UNCHANGED
+from reference_impl.planner.connectors.virtual import VirtualConnector
+from reference_impl.planner.reconcile import Targets, gpus, reconcile
+
+
+class TestLoadRule:
+    def test_scales_up_by_one_only_when_every_engine_is_above_the_sla(self) -> None:
+        assert load_scaling.decide(2, [600, 700], [], 500, 0.8, 1).target == 3
+        assert load_scaling.decide(2, [600, 400], [], 500, 0.8, 1).target == 2
+
+    def test_scales_down_only_when_consolidation_stays_below_sla_times_sensitivity(self) -> None:
+        assert load_scaling.decide(3, [100, 100, 100], [350, 390, 399], 500, 0.8, 1).target == 2
+        assert load_scaling.decide(3, [100, 100, 100], [350, 401, 300], 500, 0.8, 1).target == 3
+
+    def test_never_proposes_below_min_endpoint_and_holds_without_data(self) -> None:
+        assert load_scaling.decide(1, [1.0], [], 500, 0.8, 1).target == 1
+        assert load_scaling.decide(2, [], [], 500, 0.8, 1).reason == load_scaling.NO_DATA
+        assert load_scaling.decide(2, [10, 10], [math.inf, 5], 500, 0.8, 1).target == 2
+
+
+class TestReconcile:
+    cfg = PlannerConfig(max_gpu_budget=6, prefill_engine_num_gpu=1, decode_engine_num_gpu=2)
+
+    def test_the_throughput_floor_is_approached_one_step_per_decision(self) -> None:
+        target, notes = reconcile(Targets(1, 1), Targets(1, 1), Targets(4, 1), self.cfg)
+        assert target == Targets(2, 1) and "throughput_floor" in notes
+
+    def test_min_endpoint_holds_even_if_every_proposal_is_lower(self) -> None:
+        cfg = PlannerConfig(min_endpoint=2, max_gpu_budget=10)
+        assert reconcile(Targets(2, 2), Targets(1, 1), None, cfg)[0] == Targets(2, 2)
+
+    def test_the_gpu_budget_gives_back_increases_first(self) -> None:
+        target, notes = reconcile(Targets(2, 2), Targets(3, 3), None, self.cfg)
+        assert gpus(target, self.cfg) <= 6 and target == Targets(2, 2) and "gpu_budget" in notes
+
+    def test_a_count_already_over_budget_is_lowered_toward_min_endpoint(self) -> None:
+        target, _ = reconcile(Targets(3, 3), None, None, self.cfg)
+        assert gpus(target, self.cfg) <= 6 and target.prefill >= 1 and target.decode >= 1
+
+    def test_min_endpoint_that_cannot_fit_the_budget_is_refused_at_start(self) -> None:
+        with pytest.raises(PlannerConfigError, match="max_gpu_budget"):
+            PlannerConfig(min_endpoint=3, max_gpu_budget=4)
+
+
+class TestVirtualConnector:
+    async def test_decisions_wait_for_the_acknowledgement_and_ids_count_from_zero(self) -> None:
+        store = MemoryDecisionStore("ns")
+        conn = VirtualConnector(store, ack_timeout_s=60)
+        assert await conn.scale_to(2, 1) == ISSUED
+        assert (await store.get_decision()) is not None and (await store.get_decision()).decision_id == 0  # type: ignore[union-attr]
+        assert await conn.in_progress()
+        assert await conn.scale_to(3, 1) == AWAITING_ACK
+        await store.put_scaled_decision_id(0)
+        assert not await conn.in_progress()
+        assert await conn.scale_to(2, 1) == UNCHANGED
+        assert await conn.scale_to(3, 1) == ISSUED
+        assert (await store.get_decision()).decision_id == 1  # type: ignore[union-attr]
+        assert store.keys["v1/ns/planner/num_prefill_workers"] == 3
+
+    async def test_an_unacknowledged_decision_is_superseded_after_the_timeout(self) -> None:
+        conn = VirtualConnector(MemoryDecisionStore(), ack_timeout_s=0.0)
+        assert await conn.scale_to(2, 2) == ISSUED
+        assert await conn.scale_to(3, 3) == ISSUED
+
+
+async def test_the_planner_serves_its_gauges_ticks_and_report() -> None:
+    import aiohttp
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from reference_impl.planner import app
+    from reference_impl.planner.diagnostics import TickRecord
+    from reference_impl.planner.planner import Planner, Worker
+
+    class NoWorkers:
+        def workers(self) -> list[Worker]:
+            return []
+
+    async with aiohttp.ClientSession() as session:
+        planner = Planner(PlannerConfig(), NoWorkers(), VirtualConnector(MemoryDecisionStore(), 60), session)
+        planner.diagnostics.record(TickRecord(5.0, 1, 1, 2, 1, 1, 1, 450.0, 30.0, 1.0, 1.2, "all_above_sla", "within_band", "issued"))
+        async with TestClient(TestServer(app.create_app(planner))) as client:
+            text = await (await client.get("/metrics")).text()
+            assert "servecert_planner_estimated_ttft_ms 450.0" in text
+            assert 'servecert_planner_decisions_total{component="prefill",reason="all_above_sla"} 1.0' in text
+            assert (await (await client.get("/diagnostics?last=1")).json())[0]["desired_prefill"] == 2
+            assert "data:image/png;base64," in await (await client.get("/report")).text()
