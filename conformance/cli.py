@@ -61,6 +61,12 @@ def _bench_planner_calibrate(args: argparse.Namespace) -> int:
     return planner_calibrate.run(args)
 
 
+def _operator_run(args: argparse.Namespace) -> int:
+    from reference_impl.operator import run
+
+    return run.main(args)
+
+
 def _certify(args: argparse.Namespace) -> int:
     from conformance import certify
 
@@ -89,9 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     frontend_serve.add_arguments(frontend_p)
     frontend_p.set_defaults(run=_frontend_serve)
 
-    bench = commands.add_parser("bench", help="benchmarks (figures, never pass/fail)").add_subparsers(
-        dest="action", required=True
-    )
+    bench = commands.add_parser("bench", help="benchmarks (figures, never pass/fail)").add_subparsers(dest="action", required=True)
     bench_engine = bench.add_parser("engine", help="SSE throughput of one engine and RSS of many idle engines")
     engine_bench.add_arguments(bench_engine)
     bench_engine.set_defaults(run=_bench_engine)
@@ -108,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_commands.add_commands(cluster)
 
     _add_load_and_planner(commands, bench)
+
+    from reference_impl.operator import run as operator_run
+
+    operator = commands.add_parser("operator", help="the reference operator").add_subparsers(dest="action", required=True)
+    operator_p = operator.add_parser("run", help="run the reference operator (kopf) against a cluster; the suite's installer starts it")
+    operator_run.add_arguments(operator_p)
+    operator_p.set_defaults(run=_operator_run)
 
     certify_p = commands.add_parser("certify", help="run conformance profiles against an implementation and write the report")
     certify.add_arguments(certify_p)

@@ -44,6 +44,7 @@ SETTINGS = pytest.StashKey["Settings"]()
 UNCONFIGURED = pytest.StashKey[bool]()  # the collector module was reached without --implementation
 RECORD = "servecert_record"  # attribute of a TestReport carrying the case's result
 SERIAL_GROUP = "servecert-serial"
+CLUSTER_NAME_ENV = "SERVECERT_CLUSTER_NAME"  # join this embedded cluster instead of starting one
 # Frames a failure's traceback leaves out: how the check was called, not what it did.
 FRAMEWORK_CODE = tuple(
     str(path)
@@ -93,6 +94,45 @@ def pytest_configure(config: pytest.Config) -> None:
         pytest.register_assert_rewrite(settings.tests_package)
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ResultsGatherer(settings), "servecert-results")
+    if settings.run.env == "cluster":
+        config.pluginmanager.register(ClusterProvider(config), "servecert-cluster")
+
+
+class ClusterProvider:
+    """Starts or joins the embedded cluster the first time a case of this process needs it.
+
+    Lazily, so an xdist controller (which runs no case) never starts one; the cluster is shared
+    by the run's workers (``fixtures.cluster.pytest_fixture.shared_embedded``, named after the
+    run) and taken down by the last one out, after this process's operators are stopped.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        import contextlib
+
+        from conformance.suite import environments
+
+        self.config = config
+        self.stack = contextlib.ExitStack()
+        environments.provide_cluster(self._start)
+
+    def _start(self) -> Any:
+        import os
+
+        from fixtures.cluster import pytest_fixture
+
+        # NB: the repository's self-tests pass their session cluster's name so certify joins it.
+        name = os.environ.get(CLUSTER_NAME_ENV) or f"certify-{pytest_fixture.run_id(self.config)}"
+        return self.stack.enter_context(pytest_fixture.shared_embedded(name))
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        from conformance.suite import environments
+
+        try:
+            environments.close_sessions()
+        finally:
+            environments.provide_cluster(None)
+            environments.use_cluster(None)
+            self.stack.close()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

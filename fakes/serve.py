@@ -5,6 +5,11 @@ The command line maps one-to-one onto ``EngineConfig``; topology comes from the 
 the domains directly. A start-up refusal (bad variable, topology file never populated) prints
 one line naming the cause and exits 2, like a worker's hard exit. With ``--count 1`` a crash of
 the engine ends the process with status 3, so a supervisor (the pod runner) sees it.
+
+Discovery: ``--discovery-dir`` publishes each engine's metadata as a file; with
+``DYN_DISCOVERY_BACKEND=kubernetes`` the (single) engine publishes itself as a WorkerMetadata
+object once ready and deletes it on a clean stop (``fakes.kube_registration``); missing pod env
+or kubeconfig exits 2 at start-up, and so does a registration the API never accepted.
 """
 
 from __future__ import annotations
@@ -14,12 +19,17 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fakes import faults, network, timing, topology_env
 from fakes.engine import ROLES, Engine, EngineConfig
 from fakes.host import EngineHost, addresses
-from protocol import discovery_files, event_loop
+from protocol import discovery_files, event_loop, kube_names
+
+if TYPE_CHECKING:
+    from fakes.kube_registration import Registration
 
 EXIT_STARTUP = 2
 EXIT_CRASHED = 3
@@ -110,13 +120,32 @@ def run(args: argparse.Namespace) -> int:
     try:
         configs = [config_from_args(args, i) for i in range(args.count)]
         hosts = addresses(args.host, args.count)
+        registration = kube_registration(os.environ, args.count)
     except (ValueError, OSError, topology_env.TopologyStartupError) as exc:
         print(f"servecert engine serve: error: {exc}", file=sys.stderr)
         return EXIT_STARTUP
-    return event_loop.run(_serve(args, configs, hosts))
+    return event_loop.run(_serve(args, configs, hosts, registration))
 
 
-async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: list[str]) -> int:
+def kube_registration(env: Mapping[str, str], count: int) -> Registration | None:
+    """The pod's WorkerMetadata registration when DYN_DISCOVERY_BACKEND is set; ValueError says what is missing."""
+    if not env.get(kube_names.ENV_DISCOVERY_BACKEND):
+        return None
+    # NB: imported here: the Kubernetes client costs ~0.6 s to import, and file discovery never needs it.
+    from fakes import kube_registration as registration
+
+    pod = registration.PodIdentity.from_env(env)
+    if pod is None:
+        return None
+    if count != 1:
+        raise ValueError(
+            f"{kube_names.ENV_DISCOVERY_BACKEND}={kube_names.DISCOVERY_KUBERNETES} serves one engine per process "
+            f"(its {kube_names.WM_KIND} is named after the pod); got --count {count}"
+        )
+    return registration.connect(pod)
+
+
+async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: list[str], registration: Registration | None) -> int:
     stop = asyncio.Event()
     crashed: list[Engine] = []
 
@@ -137,6 +166,8 @@ async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: l
             if args.discovery_dir:
                 discovery_files.publish(args.discovery_dir, engine.metadata())
             print(f"engine {engine.engine_id} role={config.role} model={config.model} url={engine.url}", flush=True)
+            if registration is not None and not await registration.publish_when_ready(engine, stop):
+                return EXIT_STARTUP
         print(f"ready: {len(host.engines)} engine(s)", flush=True)
         await stop.wait()
     except OSError as exc:
@@ -146,5 +177,7 @@ async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: l
         if args.discovery_dir:
             for engine in host.engines:
                 discovery_files.unpublish(args.discovery_dir, engine.engine_id)
+        if registration is not None:
+            await registration.withdraw_quietly()
         await host.close()
     return EXIT_CRASHED if crashed and args.count == 1 else 0

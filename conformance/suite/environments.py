@@ -2,17 +2,23 @@
 
 ``process``: fake engines on loopback addresses in the suite's own process
 (``fixtures.process_env.ProcessEnvironment``); router and planner profiles run here in seconds.
-``cluster``: a kube-apiserver with kwok nodes; not available yet, so the runner gives tests that
-need it the verdict ``wrong-environment`` and refuses ``--env cluster`` up front. Each case gets
-its own environment so no engine, port or ground-truth record leaks from one case to the next.
+``cluster``: a namespace on a Kubernetes cluster where the implementation's operator runs
+(``fixtures.cluster_env``). The cluster is provided once per process — by the plugin, which
+starts or joins the embedded cluster for a ``--env cluster`` run, or by a test through
+``use_cluster`` — and the operator is installed once per implementation on first use and
+removed by ``close_sessions``. Each case gets its own environment so no engine, port, namespace
+or ground-truth record leaks from one case to the next.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from fixtures.adapter import Environment
+    from fixtures.cluster.backends import Cluster
+    from fixtures.cluster_env import ClusterSession
 
     class SuiteEnvironment(Environment, Protocol):
         """An adapter-facing ``Environment`` the suite can also close."""
@@ -21,7 +27,10 @@ if TYPE_CHECKING:
 
 
 KNOWN = ("process", "cluster")
-AVAILABLE = ("process",)
+AVAILABLE = ("process", "cluster")
+_cluster: Cluster | None = None
+_provider: Callable[[], Cluster] | None = None
+_sessions: dict[int, tuple[object, ClusterSession]] = {}
 
 
 class EnvironmentUnavailable(Exception):
@@ -40,9 +49,48 @@ def unavailable_reason(name: str) -> str:
     return "" if name in AVAILABLE else f"the {name} environment is not available yet"
 
 
-def create(name: str) -> SuiteEnvironment:
+def use_cluster(cluster: Cluster | None) -> None:
+    """The cluster later ``cluster`` environments use (None: forget it, after closing sessions)."""
+    global _cluster
+    _cluster = cluster
+
+
+def provide_cluster(provider: Callable[[], Cluster] | None) -> None:
+    """Start (or join) a cluster through ``provider`` the first time a case needs one."""
+    global _provider
+    _provider = provider
+
+
+def close_sessions() -> None:
+    """Stop every operator this process installed."""
+    while _sessions:
+        _key, (_impl, session) = _sessions.popitem()
+        session.close()
+
+
+def _session(implementation: Any) -> ClusterSession:
+    from fixtures.cluster_env import ClusterSession, ClusterUnavailable
+
+    if _cluster is None and _provider is not None:
+        use_cluster(_provider())
+    if _cluster is None:
+        raise ClusterUnavailable(
+            "no cluster for the cluster environment: run through `servecert certify --env cluster` or call use_cluster()"
+        )
+    found = _sessions.get(id(implementation))
+    if found is None:
+        found = (implementation, ClusterSession.start(_cluster, implementation))
+        _sessions[id(implementation)] = found
+    return found[1]
+
+
+def create(name: str, implementation: Any = None) -> SuiteEnvironment:
     """A fresh environment for one case (call its ``close()`` afterwards)."""
     check_available(name)
+    if name == "cluster":
+        from fixtures.cluster_env import ClusterEnvironment
+
+        return ClusterEnvironment(_session(implementation))
     from fixtures.process_env import ProcessEnvironment
 
     return ProcessEnvironment()

@@ -32,6 +32,15 @@ PLANNER_SCALING_BOUNDS: Final = "PlannerScalingBounds"
 PLANNER_STABILITY: Final = "PlannerStability"
 # Extended of PLANNER-SCALING
 PLANNER_SLA_ATTAINMENT: Final = "PlannerSlaAttainment"
+# Core of OPERATOR-TOPOLOGY
+OPERATOR_TOPOLOGY_ADMISSION: Final = "OperatorTopologyAdmission"
+OPERATOR_TOPOLOGY_INJECTION: Final = "OperatorTopologyInjection"
+OPERATOR_TOPOLOGY_LABELS: Final = "OperatorTopologyLabels"
+WORKER_TOPOLOGY_STARTUP: Final = "WorkerTopologyStartup"
+# Core of INFERENCESERVICE-API
+INFERENCE_SERVICE_OBJECTS: Final = "InferenceServiceObjects"
+INFERENCE_SERVICE_POD_GROUP: Final = "InferenceServicePodGroup"
+INFERENCE_SERVICE_STATUS: Final = "InferenceServiceStatus"
 
 
 @dataclass(frozen=True)
@@ -107,5 +116,32 @@ for _feature in (
         PLANNER_SLA_ATTAINMENT,
         "Under burst, diurnal and replayed-trace traffic, at least 95% of requests meet the SLA once scaling settled.",
     ),
+    Feature(
+        OPERATOR_TOPOLOGY_ADMISSION,
+        "A DGD whose kvCacheTransferTopology names a missing ClusterTopology, a level outside it, or sits on a non-frontend "
+        "component is refused at admission.",
+    ),
+    Feature(
+        OPERATOR_TOPOLOGY_INJECTION,
+        "Frontend pods get the router's topology env; worker pods get DYN_TOPOLOGY_ENABLED and the Downward API topology "
+        "volume; without kvCacheTransferTopology, neither.",
+    ),
+    Feature(
+        OPERATOR_TOPOLOGY_LABELS,
+        "grove.io/topology.* labels appear on worker pods only after binding, equal to their node's domains, and reach the "
+        "engine as files.",
+    ),
+    Feature(WORKER_TOPOLOGY_STARTUP, "A worker told DYN_TOPOLOGY_ENABLED=true whose topology files never appear exits non-zero."),
+    Feature(
+        INFERENCE_SERVICE_OBJECTS,
+        "Each replica becomes a leader/worker group named {service}-{role}-{replica} with seed 004's pod names, labels and "
+        "gang annotations.",
+    ),
+    Feature(
+        INFERENCE_SERVICE_POD_GROUP,
+        "Gang-scheduled services get one PodGroup with minMember = all pods and minTaskMember {role}-{replica}, kept in "
+        "step with replicas.",
+    ),
+    Feature(INFERENCE_SERVICE_STATUS, "status.components counts desired/ready replicas and pods per role as pods become ready."),
 ):
     register(_feature)

@@ -56,7 +56,9 @@ ROUTER_TOPOLOGY = Profile(
             features.KV_TRANSFER_TOPOLOGY_LATENCY,
         }
     ),
-    environments=frozenset({"process", "cluster"}),
+    # NB: its tests deploy through Implementation.deploy on engines the environment starts; on the
+    # cluster that needs a DGD-backed deployment (not built yet), so the profile runs in process only.
+    environments=frozenset({"process"}),
 )
 
 PLANNER_SCALING = Profile(
@@ -74,7 +76,36 @@ PLANNER_SCALING = Profile(
     environments=frozenset({"process"}),
 )
 
-PROFILES: dict[str, Profile] = {ROUTER_TOPOLOGY.name: ROUTER_TOPOLOGY, PLANNER_SCALING.name: PLANNER_SCALING}
+OPERATOR_TOPOLOGY = Profile(
+    "OPERATOR-TOPOLOGY",
+    core=frozenset(
+        {
+            features.OPERATOR_TOPOLOGY_ADMISSION,
+            features.OPERATOR_TOPOLOGY_INJECTION,
+            features.OPERATOR_TOPOLOGY_LABELS,
+            features.WORKER_TOPOLOGY_STARTUP,
+        }
+    ),
+    extended=frozenset(),
+    environments=frozenset({"cluster"}),
+)
+
+INFERENCESERVICE_API = Profile(
+    "INFERENCESERVICE-API",
+    core=frozenset(
+        {
+            features.INFERENCE_SERVICE_OBJECTS,
+            features.INFERENCE_SERVICE_POD_GROUP,
+            features.INFERENCE_SERVICE_STATUS,
+        }
+    ),
+    extended=frozenset(),
+    environments=frozenset({"cluster"}),
+)
+
+PROFILES: dict[str, Profile] = {
+    profile.name: profile for profile in (ROUTER_TOPOLOGY, PLANNER_SCALING, OPERATOR_TOPOLOGY, INFERENCESERVICE_API)
+}
 
 
 def register(profile: Profile) -> Profile:

@@ -140,7 +140,7 @@ def decide(test: ConformanceTest, case: Case, options: RunOptions) -> Decision:
 async def run_case(test: ConformanceTest, case: Case, implementation: Implementation, options: RunOptions) -> CaseOutcome:
     """Run one case of one test in a fresh environment; never raises for what the check does."""
     started = time.monotonic()
-    env = environments.create(options.env)
+    env = environments.create(options.env, implementation)
     ctx = TestContext(
         implementation=implementation,
         env=env,

@@ -67,6 +67,17 @@ class Timeouts:
         bound=3,
         kind=MINIMUM,
     )
+    # Cluster environment (OPERATOR-TOPOLOGY, INFERENCESERVICE-API).
+    operator_reconcile_s: float = _setting(
+        30.0,
+        "s",
+        "From applying a DGD or InferenceService (or changing it) to the operator's objects matching it, labels injected after "
+        "binding, status updated. Conformant bound: 30 s on the embedded cluster.",
+        bound=30.0,
+    )
+    pods_ready_s: float = _setting(
+        60.0, "s", "From applying a resource to every pod it asks for being Ready on the embedded cluster. Paces the suite; no bound."
+    )
     # PLANNER-SCALING. Scenario times are simulated seconds; the suite divides them by planner_time_scale.
     planner_time_scale: float = _setting(
         4.0,

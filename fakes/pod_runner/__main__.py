@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        runner = PodRunner(api, args.pods_dir, args.pod_cidr, backoff=(args.backoff[0], args.backoff[1]))
+        runner = PodRunner(api, args.pods_dir, args.pod_cidr, backoff=(args.backoff[0], args.backoff[1]), kubeconfig=args.kubeconfig)
     except ValueError as exc:
         print(f"pod runner: error: {exc}", file=sys.stderr)
         return 2

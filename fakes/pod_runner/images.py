@@ -1,8 +1,11 @@
 """Which container images the pod runner brings to life, and the command each one runs.
 
 An ``ImageSpec`` turns a pod's container (its ``args``, its pod IP and port) into a local
-command. The fake engine image runs ``python -m conformance engine serve``: the fakes never
-import the suite, but spawning it as a subprocess is only a command line. The keys of
+command. The fake engine image runs ``python -m conformance engine serve``, the reference
+frontend image ``python -m conformance frontend serve`` (ready when ``/health`` answers; with
+``DYN_DISCOVERY_BACKEND=kubernetes`` in the pod's env it finds the engines through their
+WorkerMetadata objects): the fakes never import the suite or the reference implementation, but
+spawning them as subprocesses is only a command line. The keys of
 ``KNOWN_IMAGES`` (image names without tag) are also what the cluster fixture excludes from kwok's
 pod stages, so for these pods the runner alone decides Ready, IPs and termination.
 """
@@ -14,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 FAKE_ENGINE_IMAGE = "servecert/fake-engine"
+FRONTEND_IMAGE = "servecert/frontend"
 
 
 @dataclass(frozen=True)
@@ -42,12 +46,18 @@ def _fake_engine(launch: Launch) -> list[str]:
     return [sys.executable, "-m", "conformance", "engine", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
 
 
+def _frontend(launch: Launch) -> list[str]:
+    # NB: as for the engine, our --host/--port come last and win.
+    return [sys.executable, "-m", "conformance", "frontend", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
+
+
 KNOWN_IMAGES: dict[str, ImageSpec] = {
     FAKE_ENGINE_IMAGE: ImageSpec(
         image=FAKE_ENGINE_IMAGE,
         command=_fake_engine,
         mount_env={"DYN_TOPOLOGY_MOUNT_PATH": "/etc/podinfo/topology"},
     ),
+    FRONTEND_IMAGE: ImageSpec(image=FRONTEND_IMAGE, command=_frontend, health_path="/health"),
 }
 
 

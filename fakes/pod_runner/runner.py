@@ -6,7 +6,8 @@ Data flow::
       adopt a bound pod with a known image:
         pod IP from our 127.<o>.0.0/16 block -> Downward API files in <pods>/<ns>_<name>_<uid>/volumes/
         -> status patch: Running, podIP(s), hostIP, Ready=False -> start each known container's command
-           (env from the pod incl. valueFrom, $(VAR) expansion, mount paths mapped to the host dirs)
+           (env from the pod incl. valueFrom, $(VAR) expansion, mount paths mapped to the host dirs,
+            plus KUBECONFIG=<the runner's own kubeconfig>: the fake pods' "service account")
       each tick: readiness probe GET http://<podIP>:<port><path> until 200 -> Ready=True patch
                  a process that exited -> restartCount+1, lastState.terminated, CrashLoopBackOff, restart
                  labels/annotations changed -> Downward API files rewritten (atomically)
@@ -19,6 +20,12 @@ pod IPs that an operator and a router see, and kubelet's observable behaviour ar
 ``fixtures/cluster/kwok_stages.py``), so nothing else writes their status. The runner owns the
 IP it publishes: kwok never overwrites ``status.podIP`` of a pod its stages do not select.
 Unknown images are ignored entirely; kwok plays their lifecycle as usual.
+
+The service account: a real pod reaches the API server with the token kubelet mounts for its
+service account. These processes run on the host, so the runner hands them its own kubeconfig
+instead, as ``KUBECONFIG`` (a pod's own ``KUBECONFIG`` env wins). That is how a fake engine
+publishes its WorkerMetadata and the reference frontend lists them (Kubernetes discovery). It is
+the runner's identity, so no RBAC is modelled: every pod may do what the runner may.
 """
 
 from __future__ import annotations
@@ -140,8 +147,11 @@ class PodRunner:
         pod_cidr: str,
         registry: Mapping[str, images.ImageSpec] | None = None,
         backoff: tuple[float, float] = (0.5, 5.0),
+        kubeconfig: Path | None = None,
     ) -> None:
         self.core = client.CoreV1Api(api)
+        self.kubeconfig = kubeconfig
+        """Passed to every pod process as KUBECONFIG (see the module docstring); None: not passed."""
         self.pods_dir = pods_dir
         self.ips = IpPool(pod_cidr)
         self.registry = dict(registry if registry is not None else images.KNOWN_IMAGES)
@@ -275,9 +285,13 @@ class PodRunner:
         port = podspec.container_port(container, spec.default_port, spec.port_flag, args)
         run.argv = spec.command(images.Launch(args=args, host=work.ip, port=port))
         base = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
-        run.env = {**base, "HOSTNAME": work.name, **env}
+        run.env = {**base, "HOSTNAME": work.name, **self.identity_env(), **env}
         run.health_url = f"http://{work.ip}:{port}{podspec.readiness_path(container, spec.health_path)}"
         return run
+
+    def identity_env(self) -> dict[str, str]:
+        """The fake pods' "service account": the runner's own kubeconfig, by absolute path."""
+        return {"KUBECONFIG": str(self.kubeconfig.resolve())} if self.kubeconfig is not None else {}
 
     def mount_map(self, work: PodWork, container: Mapping[str, Any]) -> dict[str, str]:
         volumes = {v["name"]: v for v in (work.pod.get("spec") or {}).get("volumes") or []}

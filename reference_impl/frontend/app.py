@@ -27,7 +27,7 @@ from protocol import engine_api, tokenizer
 from protocol import openai as openai_api
 from protocol.engine_api import EngineRequest
 from reference_impl.frontend import topology
-from reference_impl.frontend.discovery import Discovery, WorkerInfo
+from reference_impl.frontend.discovery import Discovery, KubeDiscoverySettings, WorkerInfo
 from reference_impl.frontend.kv_index import KvEventFeed, KvIndex
 from reference_impl.frontend.router import NoWorkers, Router
 from reference_impl.frontend.routing import KvRouterConfig
@@ -48,6 +48,8 @@ class FrontendConfig:
     namespace: str | None = None
     protocol_version: str = engine_api.RUNTIME_PROTOCOL_VERSION
     request_timeout_s: float = 600.0
+    kube_discovery: KubeDiscoverySettings | None = None
+    """Set when DYN_DISCOVERY_BACKEND=kubernetes: find workers through WorkerMetadata objects."""
 
     @classmethod
     def from_env(cls, env: dict[str, str], frontend_id: str = "frontend") -> FrontendConfig:
@@ -70,6 +72,7 @@ class FrontendConfig:
             kv=KvRouterConfig(temperature=temperature),
             namespace=env.get("DYN_NAMESPACE") or None,
             protocol_version=env.get("DYN_RUNTIME_PROTOCOL_VERSION", engine_api.RUNTIME_PROTOCOL_VERSION),
+            kube_discovery=KubeDiscoverySettings.from_env(env),
         )
 
 

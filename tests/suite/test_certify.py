@@ -55,8 +55,14 @@ def test_a_core_skip_also_means_exit_status_1(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--profile=NOPE"], "no profile named 'NOPE'; known profiles: PLANNER-SCALING, ROUTER-TOPOLOGY"),
-        (["--env=cluster"], "the cluster environment is not available yet; available: process"),
+        (
+            ["--profile=NOPE"],
+            "no profile named 'NOPE'; known profiles: INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROUTER-TOPOLOGY",
+        ),
+        (
+            ["--env=cluster", "--profile=ROUTER-TOPOLOGY"],
+            "profile ROUTER-TOPOLOGY does not run in the cluster environment (it runs in: process)",
+        ),
         (["--timeout=nap_s=1"], "--timeout: unknown timeout key(s) nap_s; known keys: deploy_ready_s"),
         (["--exempt-features=Nope"], "--exempt-features: unknown feature(s) Nope; known features:"),
         (["--workers=0"], "--workers must be at least 1"),

@@ -94,9 +94,12 @@ def test_the_collector_module_without_an_implementation_says_what_is_missing(pyt
         (["--implementation=nope"], "ERROR: no implementation named 'nope'; registered: *"),
         (
             ["--implementation=tests.suite.sample_adapter:FULL", "--profile=NOPE"],
-            "ERROR: no profile named 'NOPE'; known profiles: PLANNER-SCALING, ROUTER-TOPOLOGY*",
+            "ERROR: no profile named 'NOPE'; known profiles: INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROUTER-TOPOLOGY*",
         ),
-        (["--implementation=tests.suite.sample_adapter:FULL", "--env=cluster"], "ERROR: the cluster environment is not available yet*"),
+        (
+            ["--implementation=tests.suite.sample_adapter:FULL", "--env=cluster", "--profile=ROUTER-TOPOLOGY"],
+            "ERROR: profile ROUTER-TOPOLOGY does not run in the cluster environment*",
+        ),
         (
             ["--implementation=tests.suite.sample_adapter:FULL", "--timeout-override=nap_s=1"],
             "ERROR: --timeout-override: unknown timeout key*",

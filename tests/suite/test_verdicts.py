@@ -32,7 +32,7 @@ ALL = features.names()
             {"environments": frozenset({"cluster"})},
             runner.RunOptions(supported_features=ALL),
             Verdict.WRONG_ENVIRONMENT,
-            "not available yet",
+            "runs only in: cluster; this run uses process",
         ),
     ],
     ids=[
@@ -104,7 +104,9 @@ def test_names_of_tests_and_cases_are_checked() -> None:
 
 
 def test_an_unknown_profile_names_the_known_ones() -> None:
-    with pytest.raises(profiles.UnknownProfileError, match="known profiles: PLANNER-SCALING, ROUTER-TOPOLOGY"):
+    with pytest.raises(
+        profiles.UnknownProfileError, match="known profiles: INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROUTER-TOPOLOGY"
+    ):
         profiles.get("ROUTER-TOPOLGY")
 
 

@@ -1,0 +1,237 @@
+"""What cluster-environment checks share: applying resources, bounded waits, pod histories, assertions.
+
+Every call goes through the suite's admin client in a thread (``asyncio.to_thread``), every
+wait is bounded by a timeout from ``Timeouts`` and names what it waited for. ``PodHistory``
+records every version of every pod in the case's namespace from before the resource is applied
+(a watch of the suite's own), so a check can assert what was never true — a topology label on a
+pod not yet bound — rather than trust the final state. Assertion helpers are named
+``<object>_must_<condition>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+from conformance.suite.test_case import TestContext
+from fixtures.cluster_env import ClusterEnvironment
+from protocol import kube_names as kn
+
+Resource = tuple[str, str, str]
+DGD: Resource = (kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL)
+ISVC: Resource = (kn.IS_GROUP, kn.IS_VERSION, kn.IS_PLURAL)
+PODGROUP: Resource = (kn.PG_GROUP, kn.PG_VERSION, kn.PG_PLURAL)
+
+
+def env_of(ctx: TestContext) -> ClusterEnvironment:
+    if not isinstance(ctx.env, ClusterEnvironment):
+        raise TypeError(f"{ctx.name} needs the cluster environment, runs in {ctx.env.name!r}")
+    return ctx.env
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int
+    message: str
+
+
+async def create(env: ClusterEnvironment, resource: Resource, body: Mapping[str, Any]) -> dict[str, Any]:
+    group, version, plural = resource
+    created: dict[str, Any] = await asyncio.to_thread(
+        env.custom.create_namespaced_custom_object, group, version, env.namespace, plural, dict(body), _request_timeout=30
+    )
+    return created
+
+
+async def try_create(env: ClusterEnvironment, resource: Resource, body: Mapping[str, Any]) -> Refusal | None:
+    """Create; a refusal (4xx) is returned, not raised."""
+    try:
+        await create(env, resource, body)
+    except ApiException as exc:
+        if exc.status is None or not 400 <= exc.status < 500:
+            raise
+        try:
+            message = str(json.loads(exc.body).get("message", exc.body))
+        except (TypeError, ValueError):
+            message = str(exc.body)
+        return Refusal(int(exc.status), message)
+    return None
+
+
+async def get(env: ClusterEnvironment, resource: Resource, name: str) -> dict[str, Any] | None:
+    group, version, plural = resource
+    try:
+        found: dict[str, Any] = await asyncio.to_thread(
+            env.custom.get_namespaced_custom_object, group, version, env.namespace, plural, name, _request_timeout=30
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return found
+
+
+async def patch(env: ClusterEnvironment, resource: Resource, name: str, body: Mapping[str, Any]) -> None:
+    group, version, plural = resource
+    await asyncio.to_thread(
+        env.custom.patch_namespaced_custom_object, group, version, env.namespace, plural, name, dict(body), _request_timeout=30
+    )
+
+
+async def pods(env: ClusterEnvironment, selector: str = "") -> list[dict[str, Any]]:
+    found = await asyncio.to_thread(env.core.list_namespaced_pod, env.namespace, label_selector=selector, _request_timeout=30)
+    return [env.api.sanitize_for_serialization(p) for p in found.items]
+
+
+async def nodes(env: ClusterEnvironment) -> dict[str, dict[str, str]]:
+    """name -> labels of every node (the suite created them: ground truth of placement)."""
+    found = await asyncio.to_thread(env.core.list_node, _request_timeout=30)
+    return {n.metadata.name: dict(n.metadata.labels or {}) for n in found.items}
+
+
+async def cluster_topology_levels(env: ClusterEnvironment, name: str) -> list[tuple[str, str]]:
+    ct = await asyncio.to_thread(env.custom.get_cluster_custom_object, kn.CT_GROUP, kn.CT_VERSION, kn.CT_PLURAL, name, _request_timeout=30)
+    return [(str(level["domain"]), str(level["labelKey"])) for level in ct["spec"]["levels"]]
+
+
+async def wait_for(probe: Callable[[], Awaitable[Any]], timeout_s: float, what: str, poll_s: float = 0.25) -> Any:
+    """Poll until ``probe()`` returns something truthy; return it, or fail naming ``what`` and the last value."""
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await probe()
+        if last:
+            return last
+        await asyncio.sleep(poll_s)
+    raise AssertionError(f"{what}: not reached within {timeout_s:g}s (last observation: {str(last)[:500]})")
+
+
+def fake_node(name: str, resource: str, count: int = 16) -> dict[str, Any]:
+    """A kwok node of the test's own: its own zone and rack, 16 GPUs, and ``resource`` only it offers.
+
+    Workloads that ask for ``resource`` stay unbound until the test creates this node, which lets
+    a check observe what an operator does before binding and before readiness.
+    """
+    labels = {
+        "topology.kubernetes.io/zone": f"zone-{name}",
+        "nvidia.com/rack": f"rack-{name}",
+        "kubernetes.io/hostname": name,
+        "servecert.io/fake-node": "true",
+    }
+    capacity = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "16", resource: str(count)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels, "annotations": {"kwok.x-k8s.io/node": "fake"}},
+        "spec": {},
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }
+
+
+async def add_node(env: ClusterEnvironment, node: dict[str, Any]) -> None:
+    """Create a node for this case; it is deleted when the environment closes."""
+    await asyncio.to_thread(env.core.create_node, node)
+    name = node["metadata"]["name"]
+    env.cleanups.append(lambda: env.core.delete_node(name))
+
+
+def hold_resource(env: ClusterEnvironment) -> str:
+    """An extended resource name no node has until the case adds one."""
+    return f"servecert.io/{env.namespace}"
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def env_value(pod: Mapping[str, Any], name: str) -> str | None:
+    for container in pod["spec"]["containers"]:
+        for item in container.get("env") or []:
+            if item.get("name") == name:
+                return str(item.get("value")) if "value" in item else "<valueFrom>"
+    return None
+
+
+def topology_labels(pod: Mapping[str, Any]) -> dict[str, str]:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return {k[len(kn.TOPOLOGY_LABEL_PREFIX) :]: v for k, v in labels.items() if k.startswith(kn.TOPOLOGY_LABEL_PREFIX)}
+
+
+def runner_files(env: ClusterEnvironment, pod: Mapping[str, Any], volume: str) -> dict[str, str] | None:
+    """The files the pod runner projected for ``volume``: what the engine process reads (None: not there)."""
+    root = env.pods_dir
+    if root is None:
+        return None
+    meta = pod["metadata"]
+    matches = sorted(root.glob(f"{meta['namespace']}_{meta['name']}_{meta['uid'][:8]}*/volumes/{volume}"))
+    if not matches:
+        return None
+    return {path.name: path.read_text().strip() for path in Path(matches[-1]).iterdir() if path.is_file() and not path.name.startswith(".")}
+
+
+@dataclass
+class PodHistory:
+    """Every version of every pod in a namespace, from a watch the suite started before the check acted."""
+
+    env: ClusterEnvironment
+    versions: list[dict[str, Any]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> PodHistory:
+        self._thread = threading.Thread(target=self._run, name=f"pod-history-{self.env.namespace}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        deadline = time.monotonic() + 600
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            w = watch.Watch()
+            try:
+                for event in w.stream(
+                    client.CoreV1Api(self.env.api).list_namespaced_pod, self.env.namespace, timeout_seconds=5, _request_timeout=10
+                ):
+                    self.versions.append(self.env.api.sanitize_for_serialization(event["object"]))
+                    if self._stop.is_set():
+                        break
+            except Exception:
+                time.sleep(0.2)
+            finally:
+                w.stop()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=15)
+
+
+def refusal_must_name(refusal: Refusal | None, fragments: tuple[str, ...], what: str) -> None:
+    if refusal is None:
+        raise AssertionError(f"{what}: the resource was accepted; it must be refused at admission")
+    missing = [f for f in fragments if f not in refusal.message]
+    if missing:
+        raise AssertionError(f"{what}: refused ({refusal.status}) but the message does not name {missing}: {refusal.message!r}")
+
+
+def pods_must_have_names(found: list[dict[str, Any]], expected: set[str], what: str) -> None:
+    names = {p["metadata"]["name"] for p in found}
+    if names != expected:
+        raise AssertionError(f"{what}: pods {sorted(names)}; expected exactly {sorted(expected)}")
+
+
+def pod_must_carry(pod: Mapping[str, Any], kind: str, expected: Mapping[str, str], what: str) -> None:
+    actual = (pod.get("metadata") or {}).get(kind) or {}
+    wrong = {k: (actual.get(k), v) for k, v in expected.items() if actual.get(k) != v}
+    if wrong:
+        detail = ", ".join(f"{k}={got!r} (expected {want!r})" for k, (got, want) in wrong.items())
+        raise AssertionError(f"{what}: pod {pod['metadata']['name']} {kind}: {detail}")

@@ -1,0 +1,1 @@
+"""INFERENCESERVICE-API: what an operator makes of an InferenceService (seed 004)."""

@@ -1,0 +1,66 @@
+"""Seed 004: one PodGroup per gang-scheduled service, minMember = all pods, minTaskMember per replica; it follows replicas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance import cluster_checks as kc
+from conformance import cluster_manifests as manifests
+from conformance.suite import features
+from conformance.suite.test_case import Case, ConformanceTest, TestContext
+
+
+def expected_tasks(body: dict[str, Any]) -> dict[str, int]:
+    return {
+        f"{role['name']}-{replica}": int((role.get("multinode") or {}).get("nodeCount", 1))
+        for role in manifests.roles(body)
+        if role["componentType"] != "router"
+        for replica in range(int(role.get("replicas", 1)))
+    }
+
+
+async def check(ctx: TestContext) -> None:
+    env = kc.env_of(ctx)
+    body = manifests.story(ctx.case.id)
+    service = body["metadata"]["name"]
+    await kc.create(env, kc.ISVC, body)
+    if not manifests.gang_scheduled(body):
+        await kc.wait_for(lambda: kc.pods(env, ""), ctx.timeouts.operator_reconcile_s, f"pods of {service}")
+        if await kc.get(env, kc.PODGROUP, service) is not None:
+            raise AssertionError(f"{ctx.case.id} (single-node, monolithic) must not get a PodGroup")
+        return
+    await _pod_group_must_match(ctx, service, expected_tasks(body), ctx.case.id)
+    # Scale the last role down to 1 replica: the PodGroup must follow.
+    roles = manifests.roles(body)
+    roles[-1]["replicas"] = 1
+    await kc.patch(env, kc.ISVC, service, {"spec": {"roles": roles}})
+    await _pod_group_must_match(ctx, service, expected_tasks(body), f"{ctx.case.id} after {roles[-1]['name']} -> 1 replica")
+
+
+async def _pod_group_must_match(ctx: TestContext, service: str, tasks: dict[str, int], what: str) -> None:
+    env = kc.env_of(ctx)
+
+    async def matching() -> dict[str, Any] | None:
+        group = await kc.get(env, kc.PODGROUP, service)
+        spec = (group or {}).get("spec") or {}
+        return group if spec.get("minTaskMember") == tasks and spec.get("minMember") == sum(tasks.values()) else None
+
+    try:
+        await kc.wait_for(matching, ctx.timeouts.operator_reconcile_s, f"{what}: PodGroup {service}")
+    except AssertionError:
+        group = await kc.get(env, kc.PODGROUP, service)
+        raise AssertionError(
+            f"{what}: PodGroup {service} spec {None if group is None else group.get('spec')}; "
+            f"expected minMember {sum(tasks.values())}, minTaskMember {tasks}"
+        ) from None
+
+
+TEST = ConformanceTest(
+    short_name="InferenceServicePodGroup",
+    description="Gang-scheduled stories get one PodGroup named after the service with minMember = all pods and "
+    "minTaskMember {role}-{replica}; it follows a replica change.",
+    features=(features.INFERENCE_SERVICE_POD_GROUP,),
+    environments=frozenset({"cluster"}),
+    cases=tuple(Case(story) for story in manifests.STORIES),
+    check=check,
+)

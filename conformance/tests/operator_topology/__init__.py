@@ -1,0 +1,1 @@
+"""OPERATOR-TOPOLOGY: what an operator does with kvCacheTransferTopology (seed 000)."""

@@ -1,0 +1,40 @@
+"""Seed 000's admission table: a DGD whose kvCacheTransferTopology cannot be honoured is refused, naming the field."""
+
+from __future__ import annotations
+
+from conformance import cluster_checks as kc
+from conformance import cluster_manifests as manifests
+from conformance.suite import features
+from conformance.suite.test_case import Case, ConformanceTest, TestContext
+
+CASES = (
+    # id, DGD arguments, fragments the refusal must contain
+    Case(
+        "cluster-topology-not-found",
+        {"dgd": {"cluster_topology": "no-such-topology"}, "names": ("clusterTopologyName", "no-such-topology", "not found")},
+    ),
+    Case("level-not-a-domain", {"dgd": {"level": "datacenter"}, "names": ("kvCacheTransferTopology.level", "datacenter")}),
+    Case("on-a-prefill-component", {"dgd": {"on": "prefill"}, "names": ("kvCacheTransferTopology", "frontend")}),
+    Case("on-a-decode-component", {"dgd": {"on": "decode"}, "names": ("kvCacheTransferTopology", "frontend")}),
+)
+
+
+async def check(ctx: TestContext) -> None:
+    env = kc.env_of(ctx)
+    refusal = await kc.try_create(env, kc.DGD, manifests.dgd("refused", **ctx.params["dgd"]))
+    kc.refusal_must_name(refusal, tuple(ctx.params["names"]), f"DGD with {ctx.case.id}")
+    # The control: the same DGD, correct, is admitted (so the refusal was about the field).
+    accepted = await kc.try_create(env, kc.DGD, manifests.dgd("accepted", level="zone"))
+    if accepted is not None:
+        raise AssertionError(f"a valid DGD (level zone of ClusterTopology {manifests.CLUSTER_TOPOLOGY}) was refused: {accepted.message}")
+
+
+TEST = ConformanceTest(
+    short_name="OperatorTopologyAdmission",
+    description="A DGD naming a missing ClusterTopology, a level outside it, or kvCacheTransferTopology on a non-frontend "
+    "component is refused with a message naming the field.",
+    features=(features.OPERATOR_TOPOLOGY_ADMISSION,),
+    environments=frozenset({"cluster"}),
+    cases=CASES,
+    check=check,
+)

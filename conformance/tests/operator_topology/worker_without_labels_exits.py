@@ -1,0 +1,63 @@
+"""Seed 000's start-up row: a worker whose topology level never gets a label (so no file) hard-exits.
+
+The suite makes a ClusterTopology with a level no node carries a label for, and a DGD that
+constrains KV transfers to that level. The operator must still tell the workers to read their
+topology (``DYN_TOPOLOGY_ENABLED``, the level); the injector cannot resolve the level, so its
+file stays empty and the worker must exit non-zero rather than serve without a domain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from conformance import cluster_checks as kc
+from conformance import cluster_manifests as manifests
+from conformance.suite import features
+from conformance.suite.test_case import ConformanceTest, TestContext
+from protocol import kube_names as kn
+
+WAIT_S = 2
+MISSING_LEVEL = "pod-rack"
+
+
+async def check(ctx: TestContext) -> None:
+    env = kc.env_of(ctx)
+    topology = f"{env.namespace}-unresolvable"
+    levels = [
+        {"domain": "zone", "labelKey": "topology.kubernetes.io/zone"},
+        {"domain": MISSING_LEVEL, "labelKey": "servecert.io/no-node-has-this"},
+    ]
+    body = {"apiVersion": f"{kn.CT_GROUP}/{kn.CT_VERSION}", "kind": kn.CT_KIND, "metadata": {"name": topology}, "spec": {"levels": levels}}
+    await asyncio.to_thread(env.custom.create_cluster_custom_object, kn.CT_GROUP, kn.CT_VERSION, kn.CT_PLURAL, body)
+    env.cleanups.append(lambda: env.custom.delete_cluster_custom_object(kn.CT_GROUP, kn.CT_VERSION, kn.CT_PLURAL, topology))
+    dgd = manifests.dgd("nolabel", level=MISSING_LEVEL, prefill=1, decode=1, cluster_topology=topology)
+    for component in dgd["spec"]["components"]:
+        component["env"] = [{"name": "DYN_TOPOLOGY_WAIT_SECONDS", "value": str(WAIT_S)}]
+    await kc.create(env, kc.DGD, dgd)
+    selector = f"{kn.DGD_NAME_LABEL}=nolabel,{kn.COMPONENT_TYPE_LABEL}=decode"
+
+    async def terminated() -> dict[str, Any] | None:
+        for pod in await kc.pods(env, selector):
+            for status in (pod.get("status") or {}).get("containerStatuses") or []:
+                ended = (status.get("state") or {}).get("terminated") or (status.get("lastState") or {}).get("terminated")
+                if ended:
+                    return dict(ended)
+        return None
+
+    ended = await kc.wait_for(
+        terminated, WAIT_S + ctx.timeouts.pods_ready_s, f"the decode worker (level {MISSING_LEVEL} unresolvable) to end"
+    )
+    if ended.get("exitCode") in (0, None):
+        raise AssertionError(
+            f"a worker whose {MISSING_LEVEL} file never appeared ended with exit code {ended.get('exitCode')}; it must exit non-zero"
+        )
+
+
+TEST = ConformanceTest(
+    short_name="WorkerTopologyStartupHardExit",
+    description="A worker whose configured topology level has no label (so no projected file) exits non-zero instead of serving.",
+    features=(features.WORKER_TOPOLOGY_STARTUP,),
+    environments=frozenset({"cluster"}),
+    check=check,
+)

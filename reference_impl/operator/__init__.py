@@ -1,0 +1,1 @@
+"""The reference operator: DGD and InferenceService reconciliation, admission, topology injection."""

@@ -1,0 +1,56 @@
+"""The choices of the reference operator that conformance tests pin down, as one replaceable object.
+
+The reference uses ``REFERENCE``. The deliberately broken operators in ``tests/nonconforming``
+are the same operator with one of these choices changed, loaded with ``--behaviour
+module:attribute``, so each conformance test can be shown to fail on exactly the rule it checks.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+
+def seed_task_key(role: str, replica: int) -> str:
+    """Seed 004: the PodGroup's ``minTaskMember`` key and the pods' ``volcano.sh/task-spec``."""
+    return f"{role}-{replica}"
+
+
+def seed_pod_name(lws: str, worker: int) -> str:
+    """Seed 004: the leader is ``{lws}-0``, workers ``{lws}-0-{w}`` with w from 1."""
+    return f"{lws}-0" if worker == 0 else f"{lws}-0-{worker}"
+
+
+def bound_node(bound: str, nodes: Sequence[str]) -> str:
+    """Topology labels come from the node the pod is bound to."""
+    return bound
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    task_key: Callable[[str, int], str] = seed_task_key
+    label_node: Callable[[str, Sequence[str]], str] = bound_node
+    inject_before_binding: bool = False
+    """Label pods before the scheduler binds them (from some node): seed 000 forbids it."""
+    check_level: bool = True
+    """Refuse a ``kvCacheTransferTopology.level`` that is not a domain of the ClusterTopology."""
+    pod_name: Callable[[str, int], str] = seed_pod_name
+    topology_env: bool = True
+    """Give frontends and workers the topology env and volume when kvCacheTransferTopology is set."""
+    status_from_pods: bool = True
+    """Count readiness from the pods; False reports every existing pod as ready (optimistic)."""
+
+
+REFERENCE = Behaviour()
+
+
+def load(spec: str) -> Behaviour:
+    """``module:attribute`` naming a ``Behaviour``; a clear error otherwise."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"--behaviour {spec!r} must look like package.module:ATTRIBUTE")
+    found = getattr(importlib.import_module(module_name), attr, None)
+    if not isinstance(found, Behaviour):
+        raise ValueError(f"--behaviour {spec!r} is not a reference_impl.operator.behaviour.Behaviour")
+    return found

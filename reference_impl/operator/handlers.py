@@ -1,0 +1,75 @@
+"""kopf handlers of the reference operator, registered into a registry the caller owns.
+
+Data flow: kopf watches DGDs, InferenceServices and pods in the namespaces the operator is
+given; on create/update/resume of a DGD or InferenceService, and every ``resync_s`` on a timer,
+the handler calls the idempotent ``Reconciler`` (so a lost event or a restart only delays
+convergence). Pod events of pods that ask for topology labels go to the injector. The two
+validating handlers back the webhook: they raise ``kopf.AdmissionError`` with every error the
+``admission`` module finds. Building the registry in a function (not at import) lets tests and
+the broken variants in ``tests/nonconforming`` run the same handlers with another ``Behaviour``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import kopf
+
+from protocol import kube_names as kn
+from reference_impl.operator import admission, kube_access
+from reference_impl.operator.reconcile import Reconciler
+from reference_impl.operator.topology_injection import CLUSTER_TOPOLOGY_ANNOTATION
+
+DGD = (kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL)
+ISVC = (kn.IS_GROUP, kn.IS_VERSION, kn.IS_PLURAL)
+VALIDATE_DGD = "validate-dgd"
+VALIDATE_ISVC = "validate-isvc"
+
+
+def build_registry(reconciler: Reconciler, kubeconfig: Path, resync_s: float = 1.0) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return kube_access.connection_info(kubeconfig)
+
+    @kopf.on.resume(*DGD, registry=registry)
+    @kopf.on.create(*DGD, registry=registry)
+    @kopf.on.update(*DGD, field="spec", registry=registry)
+    def dgd_changed(body: kopf.Body, **_: Any) -> None:
+        reconciler.reconcile_dgd(dict(body))
+
+    @kopf.timer(*DGD, interval=resync_s, registry=registry)
+    def dgd_resync(body: kopf.Body, **_: Any) -> None:
+        reconciler.reconcile_dgd(dict(body))
+
+    @kopf.on.resume(*ISVC, registry=registry)
+    @kopf.on.create(*ISVC, registry=registry)
+    @kopf.on.update(*ISVC, field="spec", registry=registry)
+    def isvc_changed(body: kopf.Body, **_: Any) -> None:
+        reconciler.reconcile_inference_service(dict(body))
+
+    @kopf.timer(*ISVC, interval=resync_s, registry=registry)
+    def isvc_resync(body: kopf.Body, **_: Any) -> None:
+        reconciler.reconcile_inference_service(dict(body))
+
+    @kopf.on.event("", "v1", "pods", annotations={CLUSTER_TOPOLOGY_ANNOTATION: kopf.PRESENT}, registry=registry)
+    def pod_event(body: kopf.Body, type: str | None, **_: Any) -> None:
+        if type != "DELETED":
+            reconciler.inject_topology(dict(body))
+
+    @kopf.on.validate(*DGD, id=VALIDATE_DGD, operations=["CREATE", "UPDATE"], registry=registry)
+    def validate_dgd(body: kopf.Body, **_: Any) -> None:
+        _refuse(admission.dgd_errors(dict(body), reconciler, reconciler.behaviour))
+
+    @kopf.on.validate(*ISVC, id=VALIDATE_ISVC, operations=["CREATE", "UPDATE"], registry=registry)
+    def validate_isvc(body: kopf.Body, **_: Any) -> None:
+        _refuse(admission.inference_service_errors(dict(body)))
+
+    return registry
+
+
+def _refuse(errors: list[str]) -> None:
+    if errors:
+        raise kopf.AdmissionError("; ".join(errors), code=422)

@@ -1,0 +1,231 @@
+"""What an InferenceService becomes (seed 004), as pure functions: pods, one PodGroup, status.
+
+Data flow: ``plan(isvc, behaviour)`` returns the pods and (when gang scheduling applies) the one
+shared Volcano PodGroup. The seed has the controller create one LeaderWorkerSet per replica,
+named ``{service}-{role}-{replica}``, and LWS create the pods; the reference operator creates the
+pods LWS would create itself — leader ``{lws}-0``, workers ``{lws}-0-{w}`` (w from 1) — with
+the labels and annotations the seed lists, because the LWS controller is not part of the
+embedded cluster (see docs/operator.md). ``status(isvc, pods)`` aggregates per role.
+
+Gang scheduling applies (seed 004's table) when a role is multi-node (``nodeCount >= 2``) or the
+service is P/D disaggregated (it has a prefiller and a decoder); then every worker pod uses the
+Volcano scheduler and joins the PodGroup named after the service, whose ``minTaskMember`` has one
+key per replica, ``{role}-{replica}`` -> pods per replica, and ``minMember`` is their sum.
+Router roles are not part of the gang.
+"""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from protocol import kube_names as kn
+from reference_impl.operator.behaviour import REFERENCE, Behaviour
+from reference_impl.operator.dgd_pods import owner_reference
+
+ROUTER = "router"
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+VOLCANO = "volcano"
+RAY_PORT = 6379
+
+
+@dataclass(frozen=True)
+class Plan:
+    pods: dict[str, dict[str, Any]]
+    pod_group: dict[str, Any] | None
+
+
+def roles(isvc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list((isvc.get("spec") or {}).get("roles") or [])
+
+
+def replicas(role: Mapping[str, Any]) -> int:
+    value = role.get("replicas")
+    return 1 if value is None else int(value)
+
+
+def node_count(role: Mapping[str, Any]) -> int:
+    return int((role.get("multinode") or {}).get("nodeCount", 1))
+
+
+def gang_scheduled(isvc: Mapping[str, Any]) -> bool:
+    types = {role.get("componentType") for role in roles(isvc)}
+    multinode = any(node_count(role) >= 2 for role in roles(isvc) if role.get("componentType") != ROUTER)
+    return multinode or {"prefiller", "decoder"} <= types
+
+
+def lws_name(service: str, role: str, replica: int) -> str:
+    return f"{service}-{role}-{replica}"
+
+
+def plan(isvc: Mapping[str, Any], behaviour: Behaviour) -> Plan:
+    gang = gang_scheduled(isvc)
+    pods: dict[str, dict[str, Any]] = {}
+    tasks: dict[str, int] = {}
+    for role in roles(isvc):
+        in_gang = gang and role.get("componentType") != ROUTER
+        for replica in range(replicas(role)):
+            task = behaviour.task_key(role["name"], replica)
+            for pod in replica_pods(isvc, role, replica, task if in_gang else None, behaviour):
+                pods[pod["metadata"]["name"]] = pod
+            if in_gang:
+                tasks[task] = node_count(role)
+    return Plan(pods, pod_group(isvc, tasks) if gang else None)
+
+
+def pod_group(isvc: Mapping[str, Any], tasks: Mapping[str, int]) -> dict[str, Any]:
+    meta = isvc["metadata"]
+    return {
+        "apiVersion": f"{kn.PG_GROUP}/{kn.PG_VERSION}",
+        "kind": kn.PG_KIND,
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "labels": {kn.IS_SERVICE_LABEL: meta["name"]},
+            "ownerReferences": [owner_reference(isvc, f"{kn.IS_GROUP}/{kn.IS_VERSION}", kn.IS_KIND)],
+        },
+        "spec": {"minMember": sum(tasks.values()), "minTaskMember": dict(tasks)},
+    }
+
+
+def replica_pods(
+    isvc: Mapping[str, Any], role: Mapping[str, Any], replica: int, task: str | None, behaviour: Behaviour = REFERENCE
+) -> list[dict[str, Any]]:
+    """The leader (and workers) of one replica, as the per-replica LWS would create them."""
+    service = isvc["metadata"]["name"]
+    lws = lws_name(service, role["name"], replica)
+    size = node_count(role)
+    pods = []
+    for worker in range(size):
+        name = behaviour.pod_name(lws, worker)
+        pods.append(_pod(isvc, role, replica, task, name, lws, worker, size))
+    return pods
+
+
+def _pod(
+    isvc: Mapping[str, Any], role: Mapping[str, Any], replica: int, task: str | None, name: str, lws: str, worker: int, size: int
+) -> dict[str, Any]:
+    meta = isvc["metadata"]
+    template = copy.deepcopy(role.get("template") or {})
+    spec: dict[str, Any] = dict(template.get("spec") or {})
+    tmeta = template.get("metadata") or {}
+    labels = {
+        **(tmeta.get("labels") or {}),
+        kn.IS_SERVICE_LABEL: meta["name"],
+        kn.IS_COMPONENT_TYPE_LABEL: str(role["componentType"]),
+        kn.IS_ROLE_LABEL: str(role["name"]),
+        kn.IS_REPLICA_LABEL: str(replica),
+        kn.IS_REVISION_LABEL: str(meta.get("generation", 1)),
+        LWS_NAME_LABEL: lws,
+        LWS_GROUP_INDEX_LABEL: "0",
+        LWS_WORKER_INDEX_LABEL: str(worker),
+    }
+    annotations = dict(tmeta.get("annotations") or {})
+    scheduler = ((isvc.get("spec") or {}).get("schedulingStrategy") or {}).get("schedulerName")
+    if task is not None:
+        annotations[kn.GROUP_NAME_ANNOTATION] = meta["name"]
+        annotations[kn.TASK_SPEC_ANNOTATION] = task
+        spec["schedulerName"] = scheduler or VOLCANO
+    elif scheduler:
+        spec["schedulerName"] = scheduler
+    if size >= 2:
+        spec["containers"] = _multinode_containers(spec.get("containers") or [], leader=worker == 0, lws=lws, ns=meta["namespace"])
+        # As LWS does: a stable DNS name under the group's subdomain (its headless Service is LWS's; see docs/operator.md).
+        spec["hostname"], spec["subdomain"] = name, lws
+    spec.setdefault("restartPolicy", "Always")
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": meta["namespace"],
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [owner_reference(isvc, f"{kn.IS_GROUP}/{kn.IS_VERSION}", kn.IS_KIND)],
+        },
+        "spec": spec,
+    }
+
+
+def _multinode_containers(containers: Sequence[Mapping[str, Any]], *, leader: bool, lws: str, ns: str) -> list[dict[str, Any]]:
+    """Seed 004: the leader starts the Ray head and the engine; workers join the Ray cluster."""
+    out = []
+    for index, container in enumerate(containers):
+        c = dict(container)
+        if index == 0:
+            original = (
+                [*(c.get("command") or []), *(c.get("args") or [])] if c.get("command") else ["vllm", "serve", *(c.get("args") or [])]
+            )
+            c["command"] = ["/bin/sh", "-c"]
+            if leader:
+                c["args"] = [f"ray start --head --port={RAY_PORT} && {shlex.join(original)} --distributed-executor-backend ray"]
+                ports = [p for p in c.get("ports") or [] if p.get("containerPort") != RAY_PORT]
+                c["ports"] = [*ports, {"containerPort": RAY_PORT}]
+            else:
+                c["args"] = [f"ray start --address=$LWS_LEADER_ADDRESS:{RAY_PORT} --block"]
+                c.pop("ports", None)
+            env = [e for e in c.get("env") or [] if e.get("name") != "LWS_LEADER_ADDRESS"]
+            c["env"] = [*env, {"name": "LWS_LEADER_ADDRESS", "value": f"{lws}-0.{lws}.{ns}"}]
+        out.append(c)
+    return out
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _failed(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Failed"
+
+
+def role_status(isvc: Mapping[str, Any], role: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], now: str) -> dict[str, Any]:
+    """Seed 004's ComponentStatus for one role from the pods that exist."""
+    desired, size = replicas(role), node_count(role)
+    wanted = {str(r) for r in range(desired)}  # NB: pods of replicas being removed do not count
+    mine = [
+        p
+        for p in pods
+        if (p.get("metadata") or {}).get("labels", {}).get(kn.IS_ROLE_LABEL) == role["name"]
+        and p["metadata"]["labels"].get(kn.IS_REPLICA_LABEL) in wanted
+    ]
+    ready_pods = sum(1 for p in mine if _ready(p))
+    ready_replicas = 0
+    for replica in range(desired):
+        members = [p for p in mine if p["metadata"]["labels"].get(kn.IS_REPLICA_LABEL) == str(replica)]
+        if len(members) == size and all(_ready(p) for p in members):
+            ready_replicas += 1
+    if any(_failed(p) for p in mine):
+        phase = "Failed"
+    elif ready_replicas == desired:
+        phase = "Running"
+    elif any((p.get("spec") or {}).get("nodeName") for p in mine):
+        phase = "Deploying"
+    else:
+        phase = "Pending"
+    return {
+        "desiredReplicas": desired,
+        "readyReplicas": ready_replicas,
+        "nodesPerReplica": size,
+        "totalPods": desired * size,
+        "readyPods": ready_pods,
+        "phase": phase,
+        "lastUpdateTime": now,
+    }
+
+
+def status(isvc: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], now: str) -> dict[str, Any]:
+    comps = {role["name"]: role_status(isvc, role, pods, now) for role in roles(isvc)}
+    ready = all(c["phase"] == "Running" for c in comps.values())
+    condition = {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "reason": "AllRolesRunning" if ready else "RolesNotReady",
+        "message": "every role has all its replicas ready" if ready else "waiting for replicas to become ready",
+    }
+    return {"observedGeneration": isvc["metadata"].get("generation", 1), "components": comps, "conditions": [condition]}

@@ -1,0 +1,33 @@
+"""The reference operator's ClusterRole: only the verbs its handlers use (issue: least privilege).
+
+Reads: its resources (watch), pods (watch, to inject topology and count readiness), nodes (get,
+the injector's source of truth; list only for the broken before-binding variant), ClusterTopology
+(get), the ClusterTopology CRD (get: "Grove installed?"), namespaces (list/watch: kopf resolves
+the namespace glob). Writes: pods (create, delete, patch labels), PodGroups, the status
+subresources. Nothing else: no secrets, no events, no webhook configurations (the installer,
+with admin rights, registers the webhook).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol import kube_names as kn
+
+WATCH = ["get", "list", "watch"]
+
+
+def cluster_role(name: str) -> dict[str, Any]:
+    rules = [
+        {"apiGroups": [kn.DGD_GROUP], "resources": [kn.DGD_PLURAL], "verbs": [*WATCH, "patch"]},
+        {"apiGroups": [kn.DGD_GROUP], "resources": [f"{kn.DGD_PLURAL}/status"], "verbs": ["get", "patch"]},
+        {"apiGroups": [kn.IS_GROUP], "resources": [kn.IS_PLURAL], "verbs": [*WATCH, "patch"]},
+        {"apiGroups": [kn.IS_GROUP], "resources": [f"{kn.IS_PLURAL}/status"], "verbs": ["get", "patch"]},
+        {"apiGroups": [kn.CT_GROUP], "resources": [kn.CT_PLURAL], "verbs": ["get"]},
+        {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": WATCH},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": [*WATCH, "create", "delete", "patch"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
+        {"apiGroups": [kn.PG_GROUP], "resources": [kn.PG_PLURAL], "verbs": ["get", "create", "update"]},
+    ]
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules}

@@ -1,0 +1,217 @@
+"""Level-based reconciliation against the API: make the cluster match ``dgd_pods`` / ``inference_service``.
+
+Every function reads what exists, compares it with what is desired, and creates what is
+missing, deletes what is extra (only objects the resource owns) and writes status. They are
+idempotent: names are deterministic and a 409 on create means the object is already there, so
+the operator can be killed at any point and a restarted one converges without duplicates or
+orphans. kopf calls them on create/update/resume and on a timer.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from protocol import kube_names as kn
+from reference_impl.operator import dgd_pods, inference_service, topology_injection
+from reference_impl.operator.behaviour import REFERENCE, Behaviour
+
+log = logging.getLogger("servecert.operator")
+TIMEOUT_S = 10
+
+
+@dataclass
+class Reconciler:
+    api: Any
+    behaviour: Behaviour = REFERENCE
+    images: dgd_pods.Images = field(default_factory=dgd_pods.Images)
+
+    @property
+    def core(self) -> Any:
+        return client.CoreV1Api(self.api)
+
+    @property
+    def custom(self) -> Any:
+        return client.CustomObjectsApi(self.api)
+
+    # -- lookups ---------------------------------------------------------------------------
+    def crd_installed(self) -> bool:
+        try:
+            client.ApiextensionsV1Api(self.api).read_custom_resource_definition(f"{kn.CT_PLURAL}.{kn.CT_GROUP}", _request_timeout=TIMEOUT_S)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def cluster_topology(self, name: str) -> dict[str, Any] | None:
+        try:
+            found: dict[str, Any] = self.custom.get_cluster_custom_object(
+                kn.CT_GROUP, kn.CT_VERSION, kn.CT_PLURAL, name, _request_timeout=TIMEOUT_S
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return found
+
+    def domains(self, name: str) -> list[str] | None:
+        found = self.cluster_topology(name)
+        return None if found is None else [level.domain for level in topology_injection.levels_of(found)]
+
+    # -- pods ------------------------------------------------------------------------------
+    def _owned_pods(self, namespace: str, selector: str, owner_uid: str) -> list[dict[str, Any]]:
+        pods = self.core.list_namespaced_pod(namespace, label_selector=selector, _request_timeout=TIMEOUT_S)
+        out = []
+        for pod in pods.items:
+            if any(ref.uid == owner_uid for ref in pod.metadata.owner_references or []):
+                out.append(self.api.sanitize_for_serialization(pod))
+        return out
+
+    def _sync_pods(self, namespace: str, desired: Mapping[str, dict[str, Any]], existing: list[dict[str, Any]]) -> None:
+        have = {p["metadata"]["name"] for p in existing}
+        for name, pod in desired.items():
+            if name not in have:
+                self._create_pod(namespace, pod)
+        for pod in existing:
+            name = pod["metadata"]["name"]
+            if name not in desired and not pod["metadata"].get("deletionTimestamp"):
+                log.info("deleting pod %s/%s: no longer desired", namespace, name)
+                self._ignore(404, self.core.delete_namespaced_pod, name, namespace, grace_period_seconds=5)
+
+    def _create_pod(self, namespace: str, pod: dict[str, Any]) -> None:
+        try:
+            self.core.create_namespaced_pod(namespace, pod, _request_timeout=TIMEOUT_S)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            return
+        log.info("created pod %s/%s", namespace, pod["metadata"]["name"])
+
+    @staticmethod
+    def _ignore(status: int, call: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            call(*args, _request_timeout=TIMEOUT_S, **kwargs)
+        except ApiException as exc:
+            if exc.status != status:
+                raise
+
+    # -- DynamoGraphDeployment -------------------------------------------------------------
+    def reconcile_dgd(self, dgd: Mapping[str, Any]) -> None:
+        meta = dgd["metadata"]
+        if meta.get("deletionTimestamp"):
+            return
+        levels = self._dgd_levels(dgd) if self.behaviour.topology_env else None
+        desired = dgd_pods.desired_pods(dgd, levels, self.images)
+        existing = self._owned_pods(meta["namespace"], f"{kn.DGD_NAME_LABEL}={meta['name']}", meta["uid"])
+        self._sync_pods(meta["namespace"], desired, existing)
+        self._patch_status(kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL, meta, self._dgd_status(dgd, existing))
+
+    def _dgd_levels(self, dgd: Mapping[str, Any]) -> list[str] | None:
+        if dgd_pods.transfer_topology(dgd) is None:
+            return None
+        name = dgd_pods.cluster_topology_name(dgd)
+        domains = self.domains(name) if name else None
+        if domains is None:
+            raise RuntimeError(f"ClusterTopology {name!r} of {dgd['metadata']['name']} not found; retrying")
+        return domains
+
+    @staticmethod
+    def _dgd_status(dgd: Mapping[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
+        components: dict[str, Any] = {}
+        for component in dgd_pods.components(dgd):
+            mine = [p for p in pods if p["metadata"]["labels"].get(kn.COMPONENT_LABEL) == component["name"]]
+            ready = sum(1 for p in mine if _pod_ready(p))
+            components[component["name"]] = {"replicas": int(component.get("replicas", 1)), "readyReplicas": ready, "existing": len(mine)}
+        all_ready = all(c["readyReplicas"] == c["replicas"] for c in components.values())
+        condition = {
+            "type": "Ready",
+            "status": "True" if all_ready else "False",
+            "reason": "ComponentsReady" if all_ready else "Progressing",
+        }
+        return {"observedGeneration": dgd["metadata"].get("generation", 1), "components": components, "conditions": [condition]}
+
+    # -- InferenceService ------------------------------------------------------------------
+    def reconcile_inference_service(self, isvc: Mapping[str, Any]) -> None:
+        meta = isvc["metadata"]
+        if meta.get("deletionTimestamp"):
+            return
+        plan = inference_service.plan(isvc, self.behaviour)
+        if plan.pod_group is not None:
+            self._sync_pod_group(plan.pod_group)
+        existing = self._owned_pods(meta["namespace"], f"{kn.IS_SERVICE_LABEL}={meta['name']}", meta["uid"])
+        self._sync_pods(meta["namespace"], plan.pods, existing)
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if not self.behaviour.status_from_pods:
+            existing = [_as_ready(p) for p in existing]
+        self._patch_status(kn.IS_GROUP, kn.IS_VERSION, kn.IS_PLURAL, meta, inference_service.status(isvc, existing, now))
+
+    def _sync_pod_group(self, group: dict[str, Any]) -> None:
+        ns, name = group["metadata"]["namespace"], group["metadata"]["name"]
+        try:
+            current = self.custom.get_namespaced_custom_object(
+                kn.PG_GROUP, kn.PG_VERSION, ns, kn.PG_PLURAL, name, _request_timeout=TIMEOUT_S
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            log.info("creating PodGroup %s/%s %s", ns, name, group["spec"])
+            self._ignore(409, self.custom.create_namespaced_custom_object, kn.PG_GROUP, kn.PG_VERSION, ns, kn.PG_PLURAL, group)
+            return
+        spec = current.get("spec") or {}
+        if spec.get("minMember") != group["spec"]["minMember"] or (spec.get("minTaskMember") or {}) != group["spec"]["minTaskMember"]:
+            log.info("updating PodGroup %s/%s to %s", ns, name, group["spec"])
+            body = {**current, "spec": {**spec, **group["spec"]}}
+            self.custom.replace_namespaced_custom_object(
+                kn.PG_GROUP, kn.PG_VERSION, ns, kn.PG_PLURAL, name, body, _request_timeout=TIMEOUT_S
+            )
+
+    # -- topology injection ----------------------------------------------------------------
+    def inject_topology(self, pod: Mapping[str, Any]) -> None:
+        topology_name = topology_injection.wants_injection(pod)
+        bound = (pod.get("spec") or {}).get("nodeName") or ""
+        if topology_name is None or (not bound and not self.behaviour.inject_before_binding):
+            return
+        found = self.cluster_topology(topology_name)
+        if found is None:
+            raise RuntimeError(f"ClusterTopology {topology_name!r} of pod {pod['metadata']['name']} not found; retrying")
+        nodes = sorted(n.metadata.name for n in self.core.list_node(_request_timeout=TIMEOUT_S).items)
+        node = self.core.read_node(self.behaviour.label_node(bound, nodes) or nodes[0], _request_timeout=TIMEOUT_S)
+        domains = topology_injection.domains_of_node(topology_injection.levels_of(found), node.metadata.labels or {})
+        patch = topology_injection.missing_labels(pod["metadata"].get("labels") or {}, domains)
+        if patch:
+            log.info(
+                "labelling pod %s/%s with %s (node %s)", pod["metadata"]["namespace"], pod["metadata"]["name"], patch, node.metadata.name
+            )
+            self.core.patch_namespaced_pod(
+                pod["metadata"]["name"], pod["metadata"]["namespace"], {"metadata": {"labels": patch}}, _request_timeout=TIMEOUT_S
+            )
+
+    # -- status ----------------------------------------------------------------------------
+    def _patch_status(self, group: str, version: str, plural: str, meta: Mapping[str, Any], status: dict[str, Any]) -> None:
+        self._ignore(
+            404,
+            self.custom.patch_namespaced_custom_object_status,
+            group,
+            version,
+            meta["namespace"],
+            plural,
+            meta["name"],
+            {"status": status},
+        )
+
+
+def _pod_ready(pod: Mapping[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _as_ready(pod: dict[str, Any]) -> dict[str, Any]:
+    """What an optimistic status believes: every pod that exists is Ready (the broken variant)."""
+    return {**pod, "status": {**(pod.get("status") or {}), "conditions": [{"type": "Ready", "status": "True"}]}}

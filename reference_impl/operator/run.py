@@ -1,0 +1,76 @@
+"""``servecert operator run``: the reference operator as a process (kopf, its webhook server over TLS).
+
+The installer (``fixtures.operator_install``) gives it a kubeconfig with its ServiceAccount's
+token, a namespace glob to watch, a port and a certificate for the webhook (whose
+ValidatingWebhookConfiguration the installer registers by URL). kopf runs standalone (no
+peering objects); events are not posted, so the ClusterRole needs no ``events`` verbs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reference_impl.operator import behaviour as behaviour_mod
+from reference_impl.operator import dgd_pods
+
+if TYPE_CHECKING:
+    import kopf
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kubeconfig", type=Path, required=True, help="credentials of the operator's ServiceAccount")
+    p.add_argument("--namespaces", action="append", required=True, help="namespace name or glob to watch (repeatable)")
+    p.add_argument("--webhook-port", type=int, required=True, help="port of the validating webhook on 127.0.0.1")
+    p.add_argument("--cert", type=Path, required=True, help="the webhook's TLS certificate (PEM)")
+    p.add_argument("--key", type=Path, required=True, help="the webhook's TLS private key (PEM)")
+    p.add_argument("--behaviour", default="reference_impl.operator.behaviour:REFERENCE", help="module:ATTRIBUTE of a Behaviour")
+    p.add_argument("--resync", type=float, default=1.0, help="seconds between level-based resyncs of each resource")
+    p.add_argument("--frontend-image", default=dgd_pods.Images.frontend)
+    p.add_argument("--worker-image", default=dgd_pods.Images.worker)
+
+
+def settings_for(args: argparse.Namespace) -> kopf.OperatorSettings:
+    import kopf
+
+    settings = kopf.OperatorSettings()
+    settings.posting.enabled = False
+    settings.watching.server_timeout = 30
+    settings.watching.client_timeout = 45
+    settings.networking.request_timeout = 30
+    settings.admission.server = kopf.WebhookServer(
+        addr="127.0.0.1", port=args.webhook_port, host="127.0.0.1", certfile=str(args.cert), pkeyfile=str(args.key), cafile=str(args.cert)
+    )
+    settings.admission.managed = None
+    settings.execution.max_workers = 8
+    return settings
+
+
+def main(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    for noisy in ("kopf.objects", "aiohttp.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        behaviour = behaviour_mod.load(args.behaviour)
+    except (ValueError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in (args.kubeconfig, args.cert, args.key):
+        if not path.is_file():
+            print(f"error: {path} does not exist; the installer writes it (fixtures/operator_install.py)", file=sys.stderr)
+            return 2
+    import kopf
+
+    from reference_impl.operator import handlers, kube_access
+    from reference_impl.operator.reconcile import Reconciler
+
+    reconciler = Reconciler(kube_access.api_client(args.kubeconfig), behaviour, dgd_pods.Images(args.frontend_image, args.worker_image))
+    registry = handlers.build_registry(reconciler, args.kubeconfig, args.resync)
+    asyncio.run(
+        kopf.operator(registry=registry, settings=settings_for(args), standalone=True, clusterwide=False, namespaces=args.namespaces)
+    )
+    return 0

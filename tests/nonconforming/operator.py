@@ -1,0 +1,68 @@
+"""Deliberately non-conforming operators: the reference operator with one rule broken each.
+
+Each is a ``Behaviour`` the operator process loads (``--behaviour tests.nonconforming.operator:X``)
+and an implementation factory the suite certifies; ``tests/conformance/
+test_suite_fails_nonconforming_operators.py`` checks the named conformance test fails each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fixtures.reference_adapter import ReferenceImplementation
+from reference_impl.operator.behaviour import Behaviour
+
+
+def _flat_task_key(role: str, replica: int) -> str:
+    return f"{role}{replica}"  # Broken: seed 004 says {role}-{replica}.
+
+
+def _neighbour(bound: str, nodes: Sequence[str]) -> str:
+    """Broken: the labels come from the next node in name order, not the one the pod is bound to."""
+    others = [n for n in nodes if n != bound]
+    return sorted(others)[0] if others else bound
+
+
+def _zero_based_workers(lws: str, worker: int) -> str:
+    return f"{lws}-{worker}"  # Broken: seed 004 names workers {lws}-0-{w}, w from 1.
+
+
+WRONG_TASK_KEYS = Behaviour(task_key=_flat_task_key)
+WRONG_POD_NAMES = Behaviour(pod_name=_zero_based_workers)
+NO_TOPOLOGY_ENV = Behaviour(topology_env=False)
+OPTIMISTIC_STATUS = Behaviour(status_from_pods=False)
+LABELS_BEFORE_BINDING = Behaviour(inject_before_binding=True)
+LABELS_FROM_WRONG_NODE = Behaviour(label_node=_neighbour)
+ACCEPTS_BAD_LEVEL = Behaviour(check_level=False)
+
+
+def _variant(name: str) -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:{name}")
+
+
+def WrongTaskKeys() -> ReferenceImplementation:
+    return _variant("WRONG_TASK_KEYS")
+
+
+def LabelsBeforeBinding() -> ReferenceImplementation:
+    return _variant("LABELS_BEFORE_BINDING")
+
+
+def LabelsFromWrongNode() -> ReferenceImplementation:
+    return _variant("LABELS_FROM_WRONG_NODE")
+
+
+def AcceptsBadLevel() -> ReferenceImplementation:
+    return _variant("ACCEPTS_BAD_LEVEL")
+
+
+def WrongPodNames() -> ReferenceImplementation:
+    return _variant("WRONG_POD_NAMES")
+
+
+def NoTopologyEnv() -> ReferenceImplementation:
+    return _variant("NO_TOPOLOGY_ENV")
+
+
+def OptimisticStatus() -> ReferenceImplementation:
+    return _variant("OPTIMISTIC_STATUS")

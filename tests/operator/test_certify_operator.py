@@ -1,0 +1,88 @@
+"""`servecert certify --env cluster` on the shared cluster: the reference passes both profiles, broken operators fail.
+
+Each run is a subprocess, as a vendor would run it, joining this session's embedded cluster
+by name (``SERVECERT_CLUSTER_NAME``) instead of starting its own; each installs its own operator
+instance, so runs on two xdist workers do not interfere.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fixtures.cluster.backends import Cluster
+
+pytestmark = pytest.mark.cluster
+REPO = Path(__file__).resolve().parents[2]
+PROFILES = ("OPERATOR-TOPOLOGY", "INFERENCESERVICE-API")
+
+
+def certify(cluster: Cluster, implementation: str, report_dir: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+    cmd = [sys.executable, "-m", "conformance", "certify", "--implementation", implementation, "--env", "cluster"]
+    for profile in PROFILES:
+        cmd += ["--profile", profile]
+    cmd += ["--report-dir", str(report_dir), *extra]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SERVECERT_CLUSTER_NAME": cluster.name}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=REPO, check=False)
+    report_path = report_dir / "conformance-report.yaml"
+    assert report_path.is_file(), f"no report written; output: {(done.stdout + done.stderr)[-3000:]}"
+    return done.returncode, yaml.safe_load(report_path.read_text()), done.stdout + done.stderr
+
+
+def profile_of(report: dict[str, Any], name: str) -> dict[str, Any]:
+    [profile] = [p for p in report["profiles"] if p["name"] == name]
+    return profile
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("certify")  # NB: certify runs are heavy; one at a time keeps the planner's SLA runs unperturbed
+def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, tmp_path: Path) -> None:
+    if not cluster.has_pod_runner:
+        pytest.skip(f"backend {cluster.backend} has no pod runner")
+    code, report, output = certify(cluster, "reference", tmp_path, "--workers", "1")
+    assert code == 0, output[-3000:]
+    for name, tests in zip(PROFILES, (4, 3), strict=True):
+        core = profile_of(report, name)["core"]
+        assert core["result"] == "success", core
+        assert core["statistics"]["passed"] == tests and core["statistics"]["skipped"] == 0, core
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("certify")
+@pytest.mark.parametrize(
+    ("adapter", "profile", "caught_by"),
+    [
+        ("tests.nonconforming.operator:WrongTaskKeys", "INFERENCESERVICE-API", "InferenceServicePodGroup"),
+        ("tests.nonconforming.operator:LabelsBeforeBinding", "OPERATOR-TOPOLOGY", "OperatorTopologyLabelsAfterBinding"),
+        ("tests.nonconforming.operator:LabelsFromWrongNode", "OPERATOR-TOPOLOGY", "OperatorTopologyLabelsAfterBinding"),
+        ("tests.nonconforming.operator:AcceptsBadLevel", "OPERATOR-TOPOLOGY", "OperatorTopologyAdmission"),
+        ("tests.nonconforming.operator:NoTopologyEnv", "OPERATOR-TOPOLOGY", "OperatorTopologyEnvAndVolume"),
+        ("tests.nonconforming.operator:NoTopologyEnv", "OPERATOR-TOPOLOGY", "WorkerTopologyStartupHardExit"),
+        ("tests.nonconforming.operator:WrongPodNames", "INFERENCESERVICE-API", "InferenceServiceObjects"),
+        ("tests.nonconforming.operator:OptimisticStatus", "INFERENCESERVICE-API", "InferenceServiceStatus"),
+    ],
+    ids=[
+        "wrong-task-keys",
+        "labels-before-binding",
+        "labels-from-wrong-node",
+        "accepts-bad-level",
+        "no-topology-env",
+        "no-topology-env-worker-starts",
+        "wrong-pod-names",
+        "optimistic-status",
+    ],
+)
+def test_an_operator_breaking_a_rule_is_failed_by_the_test_for_that_rule(
+    cluster: Cluster, adapter: str, profile: str, caught_by: str, tmp_path: Path
+) -> None:
+    code, report, output = certify(cluster, adapter, tmp_path, "--run-test", caught_by)
+    assert code == 1, f"certify must exit 1 for a non-conforming operator, got {code}:\n{output[-3000:]}"
+    core = profile_of(report, profile)["core"]
+    assert core["result"] == "failure"
+    assert caught_by in core["failedTests"], f"{caught_by} did not fail; failed: {core['failedTests']}"

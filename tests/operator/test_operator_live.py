@@ -1,0 +1,128 @@
+"""The reference operator on the shared cluster: least-privilege credentials, restart convergence, ownership.
+
+Each test installs its own operator instance (RBAC, token, webhook, process) through
+``fixtures.operator_install`` and works in namespaces of that instance only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from fixtures import operator_install, seed_examples
+from fixtures.cluster.backends import Cluster
+from protocol import kube_names as kn
+from reference_impl.operator import kube_access
+
+pytestmark = pytest.mark.cluster
+WAIT_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def api(cluster: Cluster) -> Iterator[Any]:
+    api_client = cluster.api()
+    yield api_client
+    api_client.close()
+
+
+@pytest.fixture
+def operator(api: Any) -> Iterator[tuple[operator_install.InstalledOperator, list[str]]]:
+    installed, argv = operator_install.install(api)
+    yield installed, argv
+    installed.close()
+
+
+@pytest.fixture
+def namespace(api: Any, operator: tuple[operator_install.InstalledOperator, list[str]]) -> Iterator[str]:
+    installed, _ = operator
+    name = f"{installed.namespace_prefix}live"
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": name, "labels": installed.namespace_labels()}})
+    yield name
+    core.delete_namespace(name)
+
+
+def wait_until(probe: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.25)
+    raise AssertionError(f"{what}: not within {timeout:g}s (last: {last})")
+
+
+def test_the_operator_runs_with_its_service_account_not_as_admin(operator: tuple[operator_install.InstalledOperator, list[str]]) -> None:
+    installed, _ = operator
+    own = kube_access.api_client(installed.directory / "kubeconfig")
+    try:
+        with pytest.raises(ApiException) as refused:
+            client.CoreV1Api(own).list_secret_for_all_namespaces()
+        assert refused.value.status == 403
+        with pytest.raises(ApiException) as refused_webhooks:
+            client.AdmissionregistrationV1Api(own).list_validating_webhook_configuration()
+        assert refused_webhooks.value.status == 403
+        assert client.CoreV1Api(own).list_node().items, "the operator must be able to read nodes (the injector's source)"
+    finally:
+        own.close()
+
+
+def _story4(namespace: str) -> dict[str, Any]:
+    body = seed_examples.load("inferenceservice-story4")
+    for role in body["spec"]["roles"]:
+        role["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1"
+    return body
+
+
+def test_killed_mid_reconcile_the_operator_converges_without_duplicates_or_orphans(
+    api: Any, operator: tuple[operator_install.InstalledOperator, list[str]], namespace: str
+) -> None:
+    installed, argv = operator
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    body = _story4(namespace)
+    custom.create_namespaced_custom_object(kn.IS_GROUP, kn.IS_VERSION, namespace, kn.IS_PLURAL, body)
+    wait_until(lambda: "created pod" in installed.log_path.read_text(), "the operator to start creating pods")
+    installed.restart(argv)  # SIGKILL, whatever it was doing; back when its webhook answers
+    # Then change the spec the killed one was working on: decode 2 -> 1 replica.
+    roles = body["spec"]["roles"]
+    roles[1]["replicas"] = 1
+    custom.patch_namespaced_custom_object(
+        kn.IS_GROUP, kn.IS_VERSION, namespace, kn.IS_PLURAL, body["metadata"]["name"], {"spec": {"roles": roles}}
+    )
+    expected = {"deepseek-r1-disagg-prefill-0-0", "deepseek-r1-disagg-prefill-0-0-1"} | {
+        "deepseek-r1-disagg-decode-0-0",
+        *(f"deepseek-r1-disagg-decode-0-0-{w}" for w in (1, 2, 3)),
+    }
+
+    def converged() -> bool:
+        pods = core.list_namespaced_pod(namespace).items
+        names = [p.metadata.name for p in pods if p.metadata.deletion_timestamp is None]
+        return sorted(names) == sorted(expected) and len(pods) == len(expected)
+
+    wait_until(converged, "exactly the 6 pods of prefill x1 (2 nodes) + decode x1 (4 nodes), nothing else")
+    groups = custom.list_namespaced_custom_object(kn.PG_GROUP, kn.PG_VERSION, namespace, kn.PG_PLURAL)["items"]
+    assert [g["metadata"]["name"] for g in groups] == ["deepseek-r1-disagg"]
+    assert groups[0]["spec"]["minTaskMember"] == {"prefill-0": 2, "decode-0": 4}
+    assert groups[0]["spec"]["minMember"] == 6
+
+
+def test_deleting_a_dgd_removes_everything_it_owns(
+    api: Any, operator: tuple[operator_install.InstalledOperator, list[str]], namespace: str
+) -> None:
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    dgd = {
+        "apiVersion": f"{kn.DGD_GROUP}/{kn.DGD_VERSION}",
+        "kind": kn.DGD_KIND,
+        "metadata": {"name": "owned"},
+        "spec": {"components": [{"name": "decode", "type": "decode", "replicas": 2, "image": "servecert/pause-like", "args": []}]},
+    }
+    custom.create_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, dgd)
+    wait_until(lambda: len(core.list_namespaced_pod(namespace).items) == 2, "the DGD's 2 pods")
+    custom.delete_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, "owned")
+    wait_until(lambda: not core.list_namespaced_pod(namespace).items, "the garbage collector to remove the DGD's pods")
