@@ -32,7 +32,7 @@ def dgd(
     """A disaggregated DGD; ``level=None`` leaves kvCacheTransferTopology out (backward compatibility)."""
     engine = ["--model", MODEL, "--time-scale", "0"]
     components: list[dict[str, Any]] = [
-        {"name": "frontend", "type": "frontend", "replicas": 1, "image": "servecert/frontend", "args": ["--model", MODEL]},
+        {"name": "frontend", "type": "frontend", "replicas": 1, "image": "servecert/frontend", "args": []},
         {
             "name": "prefill",
             "type": "prefill",

@@ -87,3 +87,13 @@ def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[Ser
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+TIMING_PHASE = "timing"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # NB: tox runs the timing-bound tests as a second, serial phase (`-m timing`); when a narrower
+    # selection leaves none of them, "no tests collected" is not a failure of that phase.
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and session.config.getoption("markexpr") == TIMING_PHASE:
+        session.exitstatus = pytest.ExitCode.OK

@@ -25,6 +25,7 @@ DGD = (kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL)
 ISVC = (kn.IS_GROUP, kn.IS_VERSION, kn.IS_PLURAL)
 VALIDATE_DGD = "validate-dgd"
 VALIDATE_ISVC = "validate-isvc"
+BACKOFF_S = 1.0  # NB: kopf retries a failed handler after 60 s by default; reconciliation is idempotent, retry soon
 
 
 def build_registry(reconciler: Reconciler, kubeconfig: Path, resync_s: float = 1.0) -> kopf.OperatorRegistry:
@@ -34,23 +35,23 @@ def build_registry(reconciler: Reconciler, kubeconfig: Path, resync_s: float = 1
     def login(**_: Any) -> kopf.ConnectionInfo:
         return kube_access.connection_info(kubeconfig)
 
-    @kopf.on.resume(*DGD, registry=registry)
-    @kopf.on.create(*DGD, registry=registry)
-    @kopf.on.update(*DGD, field="spec", registry=registry)
+    @kopf.on.resume(*DGD, backoff=BACKOFF_S, registry=registry)
+    @kopf.on.create(*DGD, backoff=BACKOFF_S, registry=registry)
+    @kopf.on.update(*DGD, field="spec", backoff=BACKOFF_S, registry=registry)
     def dgd_changed(body: kopf.Body, **_: Any) -> None:
         reconciler.reconcile_dgd(dict(body))
 
-    @kopf.timer(*DGD, interval=resync_s, registry=registry)
+    @kopf.timer(*DGD, interval=resync_s, backoff=BACKOFF_S, registry=registry)
     def dgd_resync(body: kopf.Body, **_: Any) -> None:
         reconciler.reconcile_dgd(dict(body))
 
-    @kopf.on.resume(*ISVC, registry=registry)
-    @kopf.on.create(*ISVC, registry=registry)
-    @kopf.on.update(*ISVC, field="spec", registry=registry)
+    @kopf.on.resume(*ISVC, backoff=BACKOFF_S, registry=registry)
+    @kopf.on.create(*ISVC, backoff=BACKOFF_S, registry=registry)
+    @kopf.on.update(*ISVC, field="spec", backoff=BACKOFF_S, registry=registry)
     def isvc_changed(body: kopf.Body, **_: Any) -> None:
         reconciler.reconcile_inference_service(dict(body))
 
-    @kopf.timer(*ISVC, interval=resync_s, registry=registry)
+    @kopf.timer(*ISVC, interval=resync_s, backoff=BACKOFF_S, registry=registry)
     def isvc_resync(body: kopf.Body, **_: Any) -> None:
         reconciler.reconcile_inference_service(dict(body))
 

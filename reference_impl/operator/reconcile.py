@@ -111,6 +111,8 @@ class Reconciler:
         desired = dgd_pods.desired_pods(dgd, levels, self.images)
         existing = self._owned_pods(meta["namespace"], f"{kn.DGD_NAME_LABEL}={meta['name']}", meta["uid"])
         self._sync_pods(meta["namespace"], desired, existing)
+        for pod in existing:  # NB: pod events have no retries; the resync catches an injection that failed
+            self.inject_topology(pod)
         self._patch_status(kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL, meta, self._dgd_status(dgd, existing))
 
     def _dgd_levels(self, dgd: Mapping[str, Any]) -> list[str] | None:

@@ -39,9 +39,10 @@ def settings_for(args: argparse.Namespace) -> kopf.OperatorSettings:
 
     settings = kopf.OperatorSettings()
     settings.posting.enabled = False
-    settings.watching.server_timeout = 30
-    settings.watching.client_timeout = 45
-    settings.networking.request_timeout = 30
+    settings.watching.server_timeout = 10
+    settings.watching.client_timeout = 15
+    settings.networking.request_timeout = 10
+    settings.networking.connect_timeout = 5
     settings.admission.server = kopf.WebhookServer(
         addr="127.0.0.1", port=args.webhook_port, host="127.0.0.1", certfile=str(args.cert), pkeyfile=str(args.key), cafile=str(args.cert)
     )

@@ -22,7 +22,7 @@ from kubernetes import client
 
 from fakes.pod_runner import images
 from fakes.pod_runner.runner import PodRunner, PodWork
-from fixtures.cluster import kube, kwok_stages
+from fixtures.cluster import kwok_stages
 from fixtures.cluster.backends import Cluster
 from protocol import kube_names
 from tests.cluster import checks
@@ -99,7 +99,7 @@ def api(cluster: Cluster) -> Iterator[Any]:
     if not cluster.has_pod_runner:
         pytest.skip(f"backend {cluster.backend} has no kwok nodes or pod runner")
     api_client = cluster.api()
-    kube.apply_crds(api_client, [_crd()])  # NB: create or replace; harmless when the cluster installed it already
+    # NB: `up` installs the CRD; replacing it here would make every running kopf operator re-scan its resources.
     yield api_client
     api_client.close()
 

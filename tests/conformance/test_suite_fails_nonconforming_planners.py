@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+pytestmark = pytest.mark.timing  # SLA attainment and flapping are judged on time: run alone (tox.ini)
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = "PLANNER-SCALING"
 
@@ -36,7 +37,6 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("certify")  # NB: SLA attainment is timing-bound; never beside another certify run
 @pytest.mark.parametrize(
     ("adapter", "caught_by"),
     [
@@ -56,7 +56,6 @@ def test_a_planner_breaking_a_rule_is_failed_by_the_test_for_that_rule(adapter: 
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("certify")
 def test_the_reference_planner_passes_the_whole_profile(tmp_path: Path) -> None:
     code, report, output = certify("reference", tmp_path, "--workers", "1")
     assert code == 0, output[-3000:]

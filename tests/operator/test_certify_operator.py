@@ -41,7 +41,7 @@ def profile_of(report: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("certify")  # NB: certify runs are heavy; one at a time keeps the planner's SLA runs unperturbed
+@pytest.mark.xdist_group("certify")  # NB: certify runs are heavy; one at a time on one worker
 def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, tmp_path: Path) -> None:
     if not cluster.has_pod_runner:
         pytest.skip(f"backend {cluster.backend} has no pod runner")
