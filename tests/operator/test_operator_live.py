@@ -176,3 +176,35 @@ def test_a_dgd_serves_completions_through_its_frontend(
     assert answer["usage"]["completion_tokens"] == 4
     domains = {p.metadata.name: p.metadata.labels.get(f"{kn.TOPOLOGY_LABEL_PREFIX}zone") for p in pods if p is not frontend}
     assert all(domains.values()), f"every worker is labelled with its zone: {domains}"
+
+
+def test_the_planners_kubernetes_connector_scales_a_dgd_through_the_operator(
+    api: Any, operator: tuple[operator_install.InstalledOperator, list[str]], namespace: str
+) -> None:
+    import asyncio
+
+    from conformance import cluster_manifests
+    from reference_impl.planner.connectors.kubernetes import KubernetesConnector
+    from reference_impl.planner.connectors.protocol import AWAITING_ACK, ISSUED, UNCHANGED
+
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    custom.create_namespaced_custom_object(
+        kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, cluster_manifests.dgd("scaled", level=None, prefill=1, decode=1)
+    )
+    connector = KubernetesConnector(api, namespace, "scaled")
+
+    def counts() -> dict[str, int]:
+        pods = core.list_namespaced_pod(namespace, label_selector=f"{kn.DGD_NAME_LABEL}=scaled").items
+        ready = [p for p in pods if any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])]
+        return {t: sum(1 for p in ready if p.metadata.labels[kn.COMPONENT_TYPE_LABEL] == t) for t in ("prefill", "decode")}
+
+    wait_until(lambda: counts() == {"prefill": 1, "decode": 1} and not asyncio.run(connector.in_progress()), "1 prefill + 1 decode Ready")
+    assert asyncio.run(connector.scale_to(1, 1)) == UNCHANGED
+    assert asyncio.run(connector.scale_to(2, 3)) == ISSUED
+    assert asyncio.run(connector.scale_to(1, 1)) == AWAITING_ACK, "a new decision must wait until the last one is carried out"
+    wait_until(lambda: counts() == {"prefill": 2, "decode": 3}, "2 prefill + 3 decode Ready after the connector's patch")
+    wait_until(lambda: not asyncio.run(connector.in_progress()), "the connector to see its decision carried out")
+    assert asyncio.run(connector.scale_to(1, 2)) == ISSUED
+    wait_until(
+        lambda: counts() == {"prefill": 1, "decode": 2} and len(core.list_namespaced_pod(namespace).items) == 4, "scaled down to 1 + 2"
+    )
