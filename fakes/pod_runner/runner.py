@@ -31,6 +31,7 @@ the runner's identity, so no RBAC is modelled: every pod may do what the runner 
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
 import ipaddress
 import logging
@@ -64,14 +65,19 @@ log = logging.getLogger("pod_runner")
 
 
 class IpPool:
-    """Pod IPs from a loopback block, skipping .0 and .255 of each /24, reusing freed ones."""
+    """Pod IPs from a loopback block, skipping .0 and .255 of each /24.
+
+    Fresh addresses first; freed ones only once the block is used up, oldest first. A freed
+    address is not handed out again at once: a process of the pod that had it may still be
+    closing its sockets, and a new pod answering on a reused IP must never be confused with it.
+    """
 
     def __init__(self, cidr: str) -> None:
         self.network = ipaddress.IPv4Network(cidr)
         if not self.network.is_loopback:
             raise ValueError(f"--pod-cidr {cidr} must be inside 127.0.0.0/8: pod IPs are loopback addresses here")
         self._next = int(self.network.network_address) + 2
-        self._free: list[str] = []
+        self._free: collections.deque[str] = collections.deque()
         self._used: set[str] = set()
 
     def contains(self, ip: str) -> bool:
@@ -83,11 +89,6 @@ class IpPool:
         if preferred and self.contains(preferred) and preferred not in self._used:
             self._used.add(preferred)
             return preferred
-        while self._free:
-            ip = self._free.pop()
-            if ip not in self._used:
-                self._used.add(ip)
-                return ip
         while self._next < int(self.network.broadcast_address):
             value, self._next = self._next, self._next + 1
             ip = str(ipaddress.IPv4Address(value))
@@ -95,6 +96,11 @@ class IpPool:
                 continue
             self._used.add(ip)
             return ip
+        while self._free:
+            ip = self._free.popleft()
+            if ip not in self._used:
+                self._used.add(ip)
+                return ip
         raise RuntimeError(f"pod IP block {self.network} is exhausted")
 
     def release(self, ip: str) -> None:

@@ -122,13 +122,23 @@ def test_only_bound_pods_with_a_known_image_that_have_not_finished_are_run() -> 
     assert not is_runnable({**POD, "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "busybox"}]}}, registry)
 
 
-def test_ip_pool_hands_out_distinct_loopback_addresses_and_reuses_freed_ones() -> None:
+def test_ip_pool_hands_out_distinct_loopback_addresses_and_reuses_freed_ones_last() -> None:
     pool = IpPool("127.64.0.0/16")
     first = [pool.take() for _ in range(300)]
     assert len(set(first)) == 300 and not any(ip.endswith((".0", ".255")) for ip in first)
     pool.release(first[5])
-    assert pool.take() == first[5]
+    assert pool.take() not in first, "a freed address is not handed out again while fresh ones remain"
     assert pool.take("127.64.9.9") == "127.64.9.9"
+
+
+def test_ip_pool_reuses_freed_addresses_oldest_first_once_the_block_is_used_up() -> None:
+    pool = IpPool("127.64.0.0/24")  # .2 .. .254: 253 addresses
+    taken = [pool.take() for _ in range(253)]
+    pool.release(taken[7])
+    pool.release(taken[3])
+    assert [pool.take(), pool.take()] == [taken[7], taken[3]]
+    with pytest.raises(RuntimeError, match="exhausted"):
+        pool.take()
     with pytest.raises(ValueError, match=r"127\.0\.0\.0/8"):
         IpPool("10.0.0.0/16")
 

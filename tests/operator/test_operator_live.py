@@ -137,13 +137,14 @@ def test_a_dgd_serves_completions_through_its_frontend(
     Policy fallback: the scheduler may put the prefill worker in a zone without a decode worker.
     """
     import json
+    import urllib.error
     import urllib.request
 
     from conformance import cluster_manifests
 
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     custom.create_namespaced_custom_object(
-        kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, cluster_manifests.dgd("e2e", level="zone")
+        kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, cluster_manifests.dgd("e2e", level="zone", policy="fallback")
     )
 
     def all_ready() -> list[Any]:
@@ -153,6 +154,15 @@ def test_a_dgd_serves_completions_through_its_frontend(
 
     pods = wait_until(all_ready, "the DGD's frontend and 3 engines Ready")
     [frontend] = [p for p in pods if p.metadata.labels[kn.COMPONENT_TYPE_LABEL] == "frontend"]
+
+    def discovered() -> set[str]:
+        with urllib.request.urlopen(f"http://{frontend.status.pod_ip}:8000/status", timeout=10) as resp:
+            listed = {w["engine_id"] for w in json.loads(resp.read())["workers"]}
+        published = custom.list_namespaced_custom_object(kn.WM_GROUP, kn.WM_VERSION, namespace, kn.WM_PLURAL)["items"]
+        ours = {item["spec"]["metadata"]["engine_id"] for item in published}
+        return listed if len(ours) == 3 and listed == ours else set()
+
+    wait_until(discovered, f"the frontend on {frontend.status.pod_ip} listing exactly the 3 engines published in {namespace}")
     body = json.dumps({"model": cluster_manifests.MODEL, "prompt": "hello cluster", "max_tokens": 4}).encode()
 
     errors: list[str] = []
@@ -165,6 +175,9 @@ def test_a_dgd_serves_completions_through_its_frontend(
             with urllib.request.urlopen(request, timeout=10) as resp:
                 answer: dict[str, Any] = json.loads(resp.read())
                 return answer
+        except urllib.error.HTTPError as exc:
+            errors.append(f"{exc}: {exc.read()[:300]!r}")
+            return None
         except OSError as exc:
             errors.append(str(exc))
             return None
