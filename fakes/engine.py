@@ -37,7 +37,7 @@ from fakes import faults as faults_mod
 from fakes import groundtruth, metrics, network, timing
 from fakes.kv_pool import KvPool
 from fakes.topology_env import TopologyConfig
-from protocol import engine_api, streams, tokenizer
+from protocol import engine_api, event_loop, streams, tokenizer
 from protocol.card import ModelCard
 from protocol.engine_api import EngineRequest, KvHandle, Sampling
 from protocol.layout import KvLayout
@@ -226,11 +226,8 @@ class Engine:
             self._task = asyncio.get_running_loop().create_task(self._loop(), name=f"engine-{self.engine_id}")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await event_loop.cancel(self._task)
+        self._task = None
         for seq in [*self.running, *self.waiting]:
             seq.stream.fail(EngineError(engine_api.ENGINE_UNAVAILABLE, "engine stopped"))
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from protocol import kube_names
+from protocol import event_loop, kube_names
 from protocol.card import ModelCard
 
 log = logging.getLogger("servecert.frontend.discovery")
@@ -199,11 +199,8 @@ class PollingDiscovery(SnapshotDiscovery):
             self._task = asyncio.get_running_loop().create_task(self._poll())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await event_loop.cancel(self._task)
+        self._task = None
 
     async def _poll(self) -> None:
         while True:  # ends with stop(); every listing() bounds its own time

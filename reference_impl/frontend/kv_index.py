@@ -10,12 +10,13 @@ costs O(blocks x matching workers), not O(blocks x workers).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Sequence
 
 import aiohttp
+
+from protocol import event_loop
 
 log = logging.getLogger("servecert.frontend")
 RECONNECT_SECONDS = 0.5
@@ -90,10 +91,7 @@ class KvEventFeed:
 
     async def unfollow(self, engine_id: str) -> None:
         task = self._tasks.pop(engine_id, None)
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await event_loop.cancel(task)
         self.index.forget(engine_id)
 
     async def close(self) -> None:

@@ -11,6 +11,7 @@ the broken variants in ``tests/nonconforming`` run the same handlers with anothe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,25 +36,8 @@ def build_registry(reconciler: Reconciler, kubeconfig: Path, resync_s: float = 1
     def login(**_: Any) -> kopf.ConnectionInfo:
         return kube_access.connection_info(kubeconfig)
 
-    @kopf.on.resume(*DGD, backoff=BACKOFF_S, registry=registry)
-    @kopf.on.create(*DGD, backoff=BACKOFF_S, registry=registry)
-    @kopf.on.update(*DGD, field="spec", backoff=BACKOFF_S, registry=registry)
-    def dgd_changed(body: kopf.Body, **_: Any) -> None:
-        reconciler.reconcile_dgd(dict(body))
-
-    @kopf.timer(*DGD, interval=resync_s, backoff=BACKOFF_S, registry=registry)
-    def dgd_resync(body: kopf.Body, **_: Any) -> None:
-        reconciler.reconcile_dgd(dict(body))
-
-    @kopf.on.resume(*ISVC, backoff=BACKOFF_S, registry=registry)
-    @kopf.on.create(*ISVC, backoff=BACKOFF_S, registry=registry)
-    @kopf.on.update(*ISVC, field="spec", backoff=BACKOFF_S, registry=registry)
-    def isvc_changed(body: kopf.Body, **_: Any) -> None:
-        reconciler.reconcile_inference_service(dict(body))
-
-    @kopf.timer(*ISVC, interval=resync_s, backoff=BACKOFF_S, registry=registry)
-    def isvc_resync(body: kopf.Body, **_: Any) -> None:
-        reconciler.reconcile_inference_service(dict(body))
+    _reconcile_on(registry, DGD, reconciler.reconcile_dgd, resync_s)
+    _reconcile_on(registry, ISVC, reconciler.reconcile_inference_service, resync_s)
 
     @kopf.on.event("", "v1", "pods", annotations={CLUSTER_TOPOLOGY_ANNOTATION: kopf.PRESENT}, registry=registry)
     def pod_event(body: kopf.Body, type: str | None, **_: Any) -> None:
@@ -69,6 +53,21 @@ def build_registry(reconciler: Reconciler, kubeconfig: Path, resync_s: float = 1
         _refuse(admission.inference_service_errors(dict(body)))
 
     return registry
+
+
+def _reconcile_on(
+    registry: kopf.OperatorRegistry, resource: tuple[str, str, str], reconcile: Callable[[dict[str, Any]], None], resync_s: float
+) -> None:
+    """Run ``reconcile`` on create, spec update and resume of ``resource``, and every ``resync_s``."""
+
+    def handler(body: kopf.Body, **_: Any) -> None:
+        reconcile(dict(body))
+
+    plural = resource[2]
+    kopf.on.resume(*resource, id=f"{plural}-resume", backoff=BACKOFF_S, registry=registry)(handler)
+    kopf.on.create(*resource, id=f"{plural}-create", backoff=BACKOFF_S, registry=registry)(handler)
+    kopf.on.update(*resource, id=f"{plural}-update", field="spec", backoff=BACKOFF_S, registry=registry)(handler)
+    kopf.timer(*resource, id=f"{plural}-resync", interval=resync_s, backoff=BACKOFF_S, registry=registry)(handler)
 
 
 def _refuse(errors: list[str]) -> None:

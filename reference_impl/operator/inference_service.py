@@ -175,7 +175,7 @@ def _multinode_containers(containers: Sequence[Mapping[str, Any]], *, leader: bo
     return out
 
 
-def _ready(pod: Mapping[str, Any]) -> bool:
+def pod_ready(pod: Mapping[str, Any]) -> bool:
     conditions = (pod.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
@@ -194,11 +194,11 @@ def role_status(isvc: Mapping[str, Any], role: Mapping[str, Any], pods: Sequence
         if (p.get("metadata") or {}).get("labels", {}).get(kn.IS_ROLE_LABEL) == role["name"]
         and p["metadata"]["labels"].get(kn.IS_REPLICA_LABEL) in wanted
     ]
-    ready_pods = sum(1 for p in mine if _ready(p))
+    ready_pods = sum(1 for p in mine if pod_ready(p))
     ready_replicas = 0
     for replica in range(desired):
         members = [p for p in mine if p["metadata"]["labels"].get(kn.IS_REPLICA_LABEL) == str(replica)]
-        if len(members) == size and all(_ready(p) for p in members):
+        if len(members) == size and all(pod_ready(p) for p in members):
             ready_replicas += 1
     if any(_failed(p) for p in mine):
         phase = "Failed"

@@ -20,7 +20,7 @@ from kubernetes.client.rest import ApiException
 
 from protocol import kube_names as kn
 from reference_impl.operator import dgd_pods, inference_service, topology_injection
-from reference_impl.operator.behaviour import REFERENCE, Behaviour
+from reference_impl.operator.behaviour import REFERENCE, Behaviour, bound_node
 
 log = logging.getLogger("servecert.operator")
 TIMEOUT_S = 10
@@ -112,7 +112,8 @@ class Reconciler:
         existing = self._owned_pods(meta["namespace"], f"{kn.DGD_NAME_LABEL}={meta['name']}", meta["uid"])
         self._sync_pods(meta["namespace"], desired, existing)
         for pod in existing:  # NB: pod events have no retries; the resync catches an injection that failed
-            self.inject_topology(pod)
+            if levels is not None and set(levels) - set(topology_injection.labelled_domains(pod)):
+                self.inject_topology(pod)
         self._patch_status(kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL, meta, self._dgd_status(dgd, existing))
 
     def _dgd_levels(self, dgd: Mapping[str, Any]) -> list[str] | None:
@@ -129,7 +130,7 @@ class Reconciler:
         components: dict[str, Any] = {}
         for component in dgd_pods.components(dgd):
             mine = [p for p in pods if p["metadata"]["labels"].get(kn.COMPONENT_LABEL) == component["name"]]
-            ready = sum(1 for p in mine if _pod_ready(p))
+            ready = sum(1 for p in mine if inference_service.pod_ready(p))
             components[component["name"]] = {"replicas": int(component.get("replicas", 1)), "readyReplicas": ready, "existing": len(mine)}
         all_ready = all(c["readyReplicas"] == c["replicas"] for c in components.values())
         condition = {
@@ -183,8 +184,12 @@ class Reconciler:
         found = self.cluster_topology(topology_name)
         if found is None:
             raise RuntimeError(f"ClusterTopology {topology_name!r} of pod {pod['metadata']['name']} not found; retrying")
-        nodes = sorted(n.metadata.name for n in self.core.list_node(_request_timeout=TIMEOUT_S).items)
-        node = self.core.read_node(self.behaviour.label_node(bound, nodes) or nodes[0], _request_timeout=TIMEOUT_S)
+        if bound and self.behaviour.label_node is bound_node:
+            chosen = bound  # NB: the reference needs no node list; only the broken variants choose among nodes
+        else:
+            nodes = sorted(n.metadata.name for n in self.core.list_node(_request_timeout=TIMEOUT_S).items)
+            chosen = self.behaviour.label_node(bound, nodes) or nodes[0]
+        node = self.core.read_node(chosen, _request_timeout=TIMEOUT_S)
         domains = topology_injection.domains_of_node(topology_injection.levels_of(found), node.metadata.labels or {})
         patch = topology_injection.missing_labels(pod["metadata"].get("labels") or {}, domains)
         if patch:
@@ -207,11 +212,6 @@ class Reconciler:
             meta["name"],
             {"status": status},
         )
-
-
-def _pod_ready(pod: Mapping[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def _as_ready(pod: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,12 @@ def missing_labels(pod_labels: Mapping[str, str], domains: Mapping[str, str]) ->
     return {key: value for key, value in wanted.items() if pod_labels.get(key) != value}
 
 
+def labelled_domains(pod: Mapping[str, Any]) -> dict[str, str]:
+    """domain -> value of the ``grove.io/topology.<domain>`` labels the pod carries."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return {k[len(TOPOLOGY_LABEL_PREFIX) :]: v for k, v in labels.items() if k.startswith(TOPOLOGY_LABEL_PREFIX)}
+
+
 def wants_injection(pod: Mapping[str, Any]) -> str | None:
     """The ClusterTopology name when the pod asks for topology labels, else None."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}

@@ -12,7 +12,6 @@ queue averages, and polling would see only snapshots.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -21,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+
+from protocol import event_loop
 
 log = logging.getLogger("servecert.planner.fpm")
 RECONNECT_PAUSE_S = 0.2
@@ -72,10 +73,7 @@ class FpmFeed:
     async def unfollow(self, engine_id: str) -> None:
         task = self._tasks.pop(engine_id, None)
         self.samples.pop(engine_id, None)
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await event_loop.cancel(task)
 
     async def close(self) -> None:
         for engine_id in list(self._tasks):

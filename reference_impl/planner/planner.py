@@ -24,7 +24,6 @@ swap the rule; the reference uses ``load_scaling.decide``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +33,7 @@ from typing import Protocol
 
 import aiohttp
 
+from protocol import event_loop
 from reference_impl.planner import estimate, load_scaling, predictors, throughput_scaling
 from reference_impl.planner.config import PlannerConfig
 from reference_impl.planner.connectors.protocol import ISSUED, Connector
@@ -113,11 +113,8 @@ class Planner:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="planner")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await event_loop.cancel(self._task)
+        self._task = None
         await self.fpm.close()
 
     async def _run(self) -> None:

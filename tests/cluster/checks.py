@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -121,3 +122,12 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def http_json(url: str, body: dict[str, Any] | None = None, timeout: float = 10.0) -> dict[str, Any]:
+    """GET (or POST ``body`` as JSON) and return the decoded JSON answer."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as resp:
+        result: dict[str, Any] = json.loads(resp.read())
+        return result

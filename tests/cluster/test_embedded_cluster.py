@@ -7,7 +7,6 @@ namespace and, where it counts GPUs, on a node it creates, so tests do not distu
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import signal
 import subprocess
@@ -39,14 +38,6 @@ def api(cluster: Cluster) -> Any:
     api_client = cluster.api()
     yield api_client
     api_client.close()
-
-
-def _http(url: str, body: dict[str, Any] | None = None, timeout: float = 10.0) -> dict[str, Any]:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, headers={"content-type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as resp:
-        result: dict[str, Any] = json.loads(resp.read())
-        return result
 
 
 def engine_pod(name: str, args: list[str], *, labels: dict[str, str] | None = None, grace: int = 10) -> dict[str, Any]:
@@ -217,12 +208,12 @@ def test_engine_pod_gets_a_loopback_ip_env_and_topology_files_and_serves_on_its_
         assert pod["status"]["podIP"] == ip
 
         node_labels = core.read_node(pod["spec"]["nodeName"]).metadata.labels
-        metadata = _http(f"http://{ip}:8000/engine/metadata")
+        metadata = checks.http_json(f"http://{ip}:8000/engine/metadata")
         assert metadata["runtime_config"]["topology_domains"] == {
             "zone": node_labels[topology.ZONE_LABEL],
             "rack": node_labels[topology.RACK_LABEL],
         }
-        completion = _http(f"http://{ip}:8000/v1/completions", {"model": "m", "prompt": "hello world", "max_tokens": 3})
+        completion = checks.http_json(f"http://{ip}:8000/v1/completions", {"model": "m", "prompt": "hello world", "max_tokens": 3})
         assert completion["usage"]["completion_tokens"] == 3
 
         environ = Path(f"/proc/{engine_pid(cluster, ns, 'e1')}/environ").read_bytes().split(b"\0")
@@ -240,7 +231,7 @@ def test_a_crashed_engine_shows_as_a_restart_and_serves_again(api: Any) -> None:
         pod = labelled_engine(api, ns, "e2", ["--crash-after", "1"])
         ip = pod["status"]["podIP"]
         with pytest.raises(urllib.error.HTTPError) as refused:  # --crash-after 1: the first request crashes it
-            _http(f"http://{ip}:8000/v1/completions", {"model": "m", "prompt": "one", "max_tokens": 2})
+            checks.http_json(f"http://{ip}:8000/v1/completions", {"model": "m", "prompt": "one", "max_tokens": 2})
         assert refused.value.code == 503
         pod = checks.pod_must_restart(api, ns, "e2", 1)
         status = pod["status"]["containerStatuses"][0]
@@ -248,7 +239,7 @@ def test_a_crashed_engine_shows_as_a_restart_and_serves_again(api: Any) -> None:
         pod = checks.pod_must_be_ready(api, ns, "e2")
         assert pod["status"]["podIP"] == ip
         assert pod["status"]["containerStatuses"][0]["restartCount"] == 1
-        assert _http(f"http://{ip}:8000/engine/metadata")["card"]["served_model_name"] == "m"
+        assert checks.http_json(f"http://{ip}:8000/engine/metadata")["card"]["served_model_name"] == "m"
 
 
 def test_deleting_an_engine_pod_stops_its_process_before_the_pod_disappears(api: Any, cluster: Cluster) -> None:

@@ -7,7 +7,6 @@ image, the pod processes' KUBECONFIG, kwok leaving frontend pods to the runner);
 
 from __future__ import annotations
 
-import json
 import sys
 import urllib.error
 import urllib.request
@@ -136,14 +135,6 @@ def frontend_pod(name: str) -> dict[str, Any]:
     return _pod(name, FRONTEND_IMAGE, ["--frontend-id", FRONTEND_ID], {})
 
 
-def _http(url: str, body: dict[str, Any] | None = None, timeout: float = 10.0) -> dict[str, Any]:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, headers={"content-type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as resp:
-        result: dict[str, Any] = json.loads(resp.read())
-        return result
-
-
 def worker_metadatas(api: Any, ns: str) -> dict[str, dict[str, Any]]:
     listed = client.CustomObjectsApi(api).list_namespaced_custom_object(
         kube_names.WM_GROUP, kube_names.WM_VERSION, ns, kube_names.WM_PLURAL, _request_timeout=10
@@ -152,12 +143,12 @@ def worker_metadatas(api: Any, ns: str) -> dict[str, dict[str, Any]]:
 
 
 def routed_engines(url: str) -> set[str]:
-    return {w["engine_id"] for w in _http(f"{url}/status")["workers"]}
+    return {w["engine_id"] for w in checks.http_json(f"{url}/status")["workers"]}
 
 
 def complete(url: str) -> dict[str, Any] | None:
     try:
-        return _http(f"{url}/v1/completions", {"model": "m", "prompt": "hello kubernetes discovery", "max_tokens": 3})
+        return checks.http_json(f"{url}/v1/completions", {"model": "m", "prompt": "hello kubernetes discovery", "max_tokens": 3})
     except (urllib.error.URLError, OSError):
         return None
 
@@ -194,14 +185,14 @@ def test_engines_and_a_frontend_find_each_other_through_worker_metadata(api: Any
             lambda: routed_engines(url) == set(engine_ids.values()),
             "frontend routes to e1 and e2",
             WAIT_S,
-            lambda: f"frontend status: {_http(url + '/status')}",
+            lambda: f"frontend status: {checks.http_json(url + '/status')}",
         )
         answer = checks.eventually(lambda: complete(url), "a completion through the frontend", WAIT_S)
         assert answer["usage"]["completion_tokens"] == 3
         served = {
             name
             for name in ("e1", "e2")
-            for record in _http(f"{stored[name]['spec']['metadata']['url']}/groundtruth")["records"]
+            for record in checks.http_json(f"{stored[name]['spec']['metadata']['url']}/groundtruth")["records"]
             if record["frontend"] == FRONTEND_ID
         }
         assert len(served) == 1, f"one engine should have served the frontend's request, got {served}"
@@ -213,7 +204,7 @@ def test_engines_and_a_frontend_find_each_other_through_worker_metadata(api: Any
             lambda: routed_engines(url) == {engine_ids["e2"]},
             "frontend dropped e1",
             WAIT_S,
-            lambda: f"frontend status: {_http(url + '/status')}",
+            lambda: f"frontend status: {checks.http_json(url + '/status')}",
         )
         checks.pod_must_be_gone(api, ns, "e1", timeout=WAIT_S)
         again = checks.eventually(lambda: complete(url), "a completion after e1 left", WAIT_S)

@@ -38,21 +38,32 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("adapter", "caught_by"),
+    ("adapter", "caught_by", "section"),
     [
-        ("tests.nonconforming.planner:StepsOfTwo", "PlannerScalingOneStepPerInterval"),
-        ("tests.nonconforming.planner:IgnoresGpuBudget", "PlannerScalingGpuBudgetNeverExceeded"),
-        ("tests.nonconforming.planner:ScalesDownUnderLoad", "PlannerScalingNeverBelowFloor"),
-        ("tests.nonconforming.planner:Flaps", "PlannerScalingNoFlapping"),
+        ("tests.nonconforming.planner:StepsOfTwo", "PlannerScalingOneStepPerInterval", "core"),
+        ("tests.nonconforming.planner:IgnoresGpuBudget", "PlannerScalingGpuBudgetNeverExceeded", "core"),
+        ("tests.nonconforming.planner:ScalesDownUnderLoad", "PlannerScalingNeverBelowFloor", "core"),
+        ("tests.nonconforming.planner:Flaps", "PlannerScalingNoFlapping", "core"),
+        ("tests.nonconforming.planner:NeverScalesDown", "PlannerScalingScalesDownAfterLoadFalls", "core"),
+        ("tests.nonconforming.planner:NeverScalesUp", "PlannerScalingStepReachesSla", "core"),
+        ("tests.nonconforming.planner:NeverScalesUp", "PlannerScalingMeetsSlaAfterSettling", "extended"),
     ],
-    ids=["steps-of-two", "ignores-gpu-budget", "scales-down-under-load", "flaps"],
+    ids=[
+        "steps-of-two",
+        "ignores-gpu-budget",
+        "scales-down-under-load",
+        "flaps",
+        "never-scales-down",
+        "never-scales-up-step",
+        "never-scales-up-attainment",
+    ],
 )
-def test_a_planner_breaking_a_rule_is_failed_by_the_test_for_that_rule(adapter: str, caught_by: str, tmp_path: Path) -> None:
+def test_a_planner_breaking_a_rule_is_failed_by_the_test_for_that_rule(adapter: str, caught_by: str, section: str, tmp_path: Path) -> None:
     code, report, output = certify(adapter, tmp_path, "--run-test", caught_by)
     assert code == 1, f"certify must exit 1 for a non-conforming planner, got {code}:\n{output[-3000:]}"
-    profile = profile_of(report)
-    assert profile["core"]["result"] == "failure"
-    assert caught_by in profile["core"]["failedTests"], f"{caught_by} did not fail; failed: {profile['core']['failedTests']}"
+    result = profile_of(report)[section]
+    assert result["result"] == "failure"
+    assert caught_by in result["failedTests"], f"{caught_by} did not fail; failed: {result['failedTests']}"
 
 
 @pytest.mark.slow

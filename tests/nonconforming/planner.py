@@ -79,3 +79,32 @@ def ScalesDownUnderLoad() -> ReferenceImplementation:
 def Flaps() -> ReferenceImplementation:
     """Scales down as soon as estimates dip under the SLA (no hysteresis, guard or floor). Caught by PlannerScalingNoFlapping."""
     return ReferenceImplementation(planner_config_hook=_load_only, planner_hook=_no_hysteresis)
+
+
+def _never_down(planner: Planner) -> None:
+    def decide(current: int, estimates: Sequence[float], after: Sequence[float], sla: float, sens: float, low: int) -> LoadProposal:
+        proposal = load_scaling.decide(current, estimates, after, sla, sens, low)
+        # Broken: a proposal to remove a worker is never carried out.
+        return proposal if proposal.target >= current else LoadProposal(current, load_scaling.HOLD)
+
+    planner.decide_load = decide
+
+
+def _never_up(planner: Planner) -> None:
+    def decide(current: int, estimates: Sequence[float], after: Sequence[float], sla: float, sens: float, low: int) -> LoadProposal:
+        proposal = load_scaling.decide(current, estimates, after, sla, sens, low)
+        # Broken: load above the SLA never adds a worker.
+        return proposal if proposal.target <= current else LoadProposal(current, load_scaling.HOLD)
+
+    planner.decide_load = decide
+
+
+def NeverScalesDown() -> ReferenceImplementation:
+    """Keeps every worker once added. Caught by PlannerScalingScalesDownAfterLoadFalls."""
+    return ReferenceImplementation(planner_config_hook=_load_only, planner_hook=_never_down)
+
+
+def NeverScalesUp() -> ReferenceImplementation:
+    """Adds no worker under load (and has no throughput floor). Caught by PlannerScalingStepReachesSla and
+    PlannerScalingMeetsSlaAfterSettling."""
+    return ReferenceImplementation(planner_config_hook=_load_only, planner_hook=_never_up)
