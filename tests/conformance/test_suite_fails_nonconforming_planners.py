@@ -68,7 +68,10 @@ def test_a_planner_breaking_a_rule_is_failed_by_the_test_for_that_rule(adapter: 
 
 @pytest.mark.slow
 def test_the_reference_planner_passes_the_whole_profile(tmp_path: Path) -> None:
-    code, report, output = certify("reference", tmp_path, "--workers", "1")
+    # NB: planner_time_scale paces the scenarios (no conformance bound): at 2 rather than 4 the same simulated
+    # scenario takes twice the real time, so a shared machine's jitter weighs half as much on SLA attainment
+    # (at 4, diurnal attainment once came out at 92.3% with the test running alone).
+    code, report, output = certify("reference", tmp_path, "--workers", "1", "--timeout", "planner_time_scale=2")
     assert code == 0, output[-3000:]
     profile = profile_of(report)
     assert profile["core"]["result"] == "success", profile
