@@ -43,6 +43,12 @@ def _bench_cluster(args: argparse.Namespace) -> int:
     return cluster_bench.run(args)
 
 
+def _bench_gang(args: argparse.Namespace) -> int:
+    from benchmarks import gang_bench
+
+    return gang_bench.run(args)
+
+
 def _load_run(args: argparse.Namespace) -> int:
     from load import runner
 
@@ -74,7 +80,7 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from benchmarks import cluster_bench, engine_bench, router_bench
+    from benchmarks import cluster_bench, engine_bench, gang_bench, router_bench
     from conformance import certify
     from fakes import serve
     from reference_impl.frontend import serve as frontend_serve
@@ -105,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cluster = bench.add_parser("cluster", help="embedded cluster: warm up time, 1,000 GPU nodes Ready, 1,000 pods via Volcano")
     cluster_bench.add_arguments(bench_cluster)
     bench_cluster.set_defaults(run=_bench_cluster)
+    bench_gang = bench.add_parser("gang", help="Volcano on 256 nodes / 2,048 GPUs: a 64-pod gang bound, seed 004's table scenario")
+    gang_bench.add_arguments(bench_gang)
+    bench_gang.set_defaults(run=_bench_gang)
 
     from fixtures.cluster import commands as cluster_commands
 

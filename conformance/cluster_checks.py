@@ -181,17 +181,39 @@ def runner_files(env: ClusterEnvironment, pod: Mapping[str, Any], volume: str) -
 
 @dataclass
 class PodHistory:
-    """Every version of every pod in a namespace, from a watch the suite started before the check acted."""
+    """Every version of every pod in a namespace, from a watch the suite started before the check acted.
+
+    ``start()`` lists the namespace and watches from that list's resourceVersion, so nothing that
+    happens after it returns can be missed. ``events`` keeps (monotonic time of receipt, event
+    type, pod) — the times let a check bound how long a state lasted.
+    """
 
     env: ClusterEnvironment
     versions: list[dict[str, Any]] = field(default_factory=list)
+    events: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    _resource_version: str = ""
 
     def start(self) -> PodHistory:
+        self._relist()
         self._thread = threading.Thread(target=self._run, name=f"pod-history-{self.env.namespace}", daemon=True)
         self._thread.start()
         return self
+
+    def _core(self) -> Any:
+        return client.CoreV1Api(self.env.api)
+
+    def _record(self, kind: str, pod: Any) -> None:
+        obj = self.env.api.sanitize_for_serialization(pod)
+        self.versions.append(obj)
+        self.events.append((time.monotonic(), kind, obj))
+
+    def _relist(self) -> None:
+        listed = self._core().list_namespaced_pod(self.env.namespace, _request_timeout=10)
+        self._resource_version = listed.metadata.resource_version or ""
+        for pod in listed.items:
+            self._record("LISTED", pod)
 
     def _run(self) -> None:
         deadline = time.monotonic() + 600
@@ -199,11 +221,21 @@ class PodHistory:
             w = watch.Watch()
             try:
                 for event in w.stream(
-                    client.CoreV1Api(self.env.api).list_namespaced_pod, self.env.namespace, timeout_seconds=5, _request_timeout=10
+                    self._core().list_namespaced_pod,
+                    self.env.namespace,
+                    resource_version=self._resource_version,
+                    timeout_seconds=5,
+                    _request_timeout=10,
                 ):
-                    self.versions.append(self.env.api.sanitize_for_serialization(event["object"]))
+                    self._resource_version = event["object"].metadata.resource_version or self._resource_version
+                    self._record(str(event["type"]), event["object"])
                     if self._stop.is_set():
                         break
+            except ApiException as exc:
+                if exc.status == 410:  # NB: the resourceVersion expired; list again (states in between are lost, said by LISTED)
+                    self._relist()
+                else:
+                    time.sleep(0.2)
             except Exception:
                 time.sleep(0.2)
             finally:

@@ -41,6 +41,15 @@ WORKER_TOPOLOGY_STARTUP: Final = "WorkerTopologyStartup"
 INFERENCE_SERVICE_OBJECTS: Final = "InferenceServiceObjects"
 INFERENCE_SERVICE_POD_GROUP: Final = "InferenceServicePodGroup"
 INFERENCE_SERVICE_STATUS: Final = "InferenceServiceStatus"
+# Core of GANG-SCHEDULING (seed 004's table on the operator's PodGroups and the cluster's scheduler)
+GANG_SCHEDULING_TABLE: Final = "GangSchedulingTable"
+GANG_REPLICA_ATOMICITY: Final = "GangReplicaAtomicity"
+GANG_CROSS_ROLE: Final = "GangCrossRole"
+GANG_REPLICA_SCALING: Final = "GangReplicaScaling"
+# Extended of GANG-SCHEDULING (seed 002: network-topology-aware placement on HyperNodes)
+NETWORK_TOPOLOGY_HARD: Final = "NetworkTopologyHard"
+NETWORK_TOPOLOGY_SOFT: Final = "NetworkTopologySoft"
+HYPERNODE_GENERATION: Final = "HyperNodeGeneration"
 
 
 @dataclass(frozen=True)
@@ -139,9 +148,28 @@ for _feature in (
     ),
     Feature(
         INFERENCE_SERVICE_POD_GROUP,
-        "Gang-scheduled services get one PodGroup with minMember = all pods and minTaskMember {role}-{replica}, kept in "
-        "step with replicas.",
+        "Gang-scheduled services get one PodGroup with minTaskMember {role}-{replica} and minMember = one replica of every "
+        "gang role, kept in step with replicas.",
     ),
     Feature(INFERENCE_SERVICE_STATUS, "status.components counts desired/ready replicas and pods per role as pods become ready."),
+    Feature(
+        GANG_SCHEDULING_TABLE,
+        "Seed 004's story 4 on 80/64/48/32/16 GPUs: full, 1P + 1D, 1P + 1D, blocked, blocked — in bindings and in status.",
+    ),
+    Feature(GANG_REPLICA_ATOMICITY, "No replica is ever seen partly bound longer than one scheduling decision takes to bind."),
+    Feature(GANG_CROSS_ROLE, "No prefill replica runs without a decode replica, nor the reverse; the first pair binds together."),
+    Feature(
+        GANG_REPLICA_SCALING,
+        "Scaling a role up adds a minTaskMember key and binds the new replica whole when room exists; scaling down frees it whole.",
+    ),
+    Feature(
+        NETWORK_TOPOLOGY_HARD,
+        "A gang with networkTopology hard/highestTierAllowed N lands inside one HyperNode of tier <= N, or stays wholly Pending.",
+    ),
+    Feature(NETWORK_TOPOLOGY_SOFT, "A soft networkTopology gang lands in the tightest HyperNode it fits, and spreads rather than wait."),
+    Feature(
+        HYPERNODE_GENERATION,
+        "HyperNodes generated from zone/rack/host node labels are accepted and honoured; malformed member selectors are refused.",
+    ),
 ):
     register(_feature)

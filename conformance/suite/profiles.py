@@ -103,8 +103,23 @@ INFERENCESERVICE_API = Profile(
     environments=frozenset({"cluster"}),
 )
 
+GANG_SCHEDULING = Profile(
+    "GANG-SCHEDULING",
+    core=frozenset(
+        {
+            features.GANG_SCHEDULING_TABLE,
+            features.GANG_REPLICA_ATOMICITY,
+            features.GANG_CROSS_ROLE,
+            features.GANG_REPLICA_SCALING,
+        }
+    ),
+    extended=frozenset({features.NETWORK_TOPOLOGY_HARD, features.NETWORK_TOPOLOGY_SOFT, features.HYPERNODE_GENERATION}),
+    environments=frozenset({"cluster"}),
+)
+
 PROFILES: dict[str, Profile] = {
-    profile.name: profile for profile in (ROUTER_TOPOLOGY, PLANNER_SCALING, OPERATOR_TOPOLOGY, INFERENCESERVICE_API)
+    profile.name: profile
+    for profile in (ROUTER_TOPOLOGY, PLANNER_SCALING, OPERATOR_TOPOLOGY, INFERENCESERVICE_API, GANG_SCHEDULING)
 }
 
 

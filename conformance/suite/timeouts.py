@@ -78,6 +78,29 @@ class Timeouts:
     pods_ready_s: float = _setting(
         60.0, "s", "From applying a resource to every pod it asks for being Ready on the embedded cluster. Paces the suite; no bound."
     )
+    # GANG-SCHEDULING.
+    gang_bound_s: float = _setting(
+        30.0,
+        "s",
+        "From a gang's pods existing (or the capacity it waits for appearing) to every pod the scheduler should place being "
+        "bound. Conformant bound: 30 s on the embedded cluster.",
+        bound=30.0,
+    )
+    gang_settle_s: float = _setting(
+        5.0,
+        "s",
+        "How long the suite watches pods that must stay unbound (too little room for their gang) before it accepts that they "
+        "do. Longer is stricter. Conformant bound: at least 3 s (15 cycles of the embedded Volcano).",
+        bound=3.0,
+        kind=MINIMUM,
+    )
+    gang_bind_window_s: float = _setting(
+        2.0,
+        "s",
+        "Longest a replica, or a prefill replica without a decode replica, may be seen partly bound while the scheduler "
+        "issues the bindings of one decision (they reach the API one by one). Conformant bound: at most 2 s.",
+        bound=2.0,
+    )
     # PLANNER-SCALING. Scenario times are simulated seconds; the suite divides them by planner_time_scale.
     planner_time_scale: float = _setting(
         4.0,

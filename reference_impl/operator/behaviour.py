@@ -40,6 +40,10 @@ class Behaviour:
     """Give frontends and workers the topology env and volume when kvCacheTransferTopology is set."""
     status_from_pods: bool = True
     """Count readiness from the pods; False reports every existing pod as ready (optimistic)."""
+    pod_group_key: Callable[[str, int], str] | None = None
+    """The PodGroup's ``minTaskMember`` key of a replica when it differs from the pods' task-spec (None: ``task_key``)."""
+    scheduler_name: str = "volcano"
+    """The scheduler of gang-scheduled pods (unless the InferenceService names one)."""
 
 
 REFERENCE = Behaviour()

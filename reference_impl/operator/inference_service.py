@@ -9,9 +9,21 @@ embedded cluster (see docs/operator.md). ``status(isvc, pods)`` aggregates per r
 
 Gang scheduling applies (seed 004's table) when a role is multi-node (``nodeCount >= 2``) or the
 service is P/D disaggregated (it has a prefiller and a decoder); then every worker pod uses the
-Volcano scheduler and joins the PodGroup named after the service, whose ``minTaskMember`` has one
-key per replica, ``{role}-{replica}`` -> pods per replica, and ``minMember`` is their sum.
-Router roles are not part of the gang.
+Volcano scheduler and joins the PodGroup named after the service. Router roles are not part of
+the gang. The PodGroup carries:
+
+* ``minTaskMember``: one key per replica, ``{role}-{replica}`` -> pods per replica (the seed's keys);
+* ``minMember``: the pods of one replica of every gang role — the smallest service that can run
+  (seed 004: "at least one prefill AND one decode replica");
+* ``subGroupPolicy``: one per gang role, grouping its pods by ``fusioninfer.io/replica-index`` into
+  sub-groups of ``nodeCount`` pods with ``minSubGroups: 1``.
+
+Why not the seed's literal ``minMember = all pods``: on Volcano (v1.15.1, measured, see
+docs/gang-scheduling.md) that blocks story 4 at 64 and 48 GPUs, where the seed's table wants
+1P + 1D running; and with a lower ``minMember`` Volcano skips every ``minTaskMember`` check
+(``JobInfo.CheckTaskReady`` returns early when minMember < their sum), binding half a replica.
+Volcano's sub-groups are all-or-nothing per replica and ``minSubGroups`` per role, which is the
+seed's table row by row.
 """
 
 from __future__ import annotations
@@ -30,7 +42,6 @@ ROUTER = "router"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 LWS_GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
-VOLCANO = "volcano"
 RAY_PORT = 6379
 
 
@@ -74,8 +85,33 @@ def plan(isvc: Mapping[str, Any], behaviour: Behaviour) -> Plan:
             for pod in replica_pods(isvc, role, replica, task if in_gang else None, behaviour):
                 pods[pod["metadata"]["name"]] = pod
             if in_gang:
-                tasks[task] = node_count(role)
+                tasks[(behaviour.pod_group_key or behaviour.task_key)(role["name"], replica)] = node_count(role)
     return Plan(pods, pod_group(isvc, tasks) if gang else None)
+
+
+def gang_roles(isvc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The roles whose pods join the gang, with at least one replica."""
+    return [r for r in roles(isvc) if r.get("componentType") != ROUTER and replicas(r) > 0]
+
+
+def min_member(isvc: Mapping[str, Any]) -> int:
+    """Pods of one replica of every gang role: the smallest service that can run."""
+    return sum(node_count(r) for r in gang_roles(isvc))
+
+
+def sub_group_policy(isvc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per gang role: each replica's pods all-or-nothing, at least one replica of the role."""
+    service = isvc["metadata"]["name"]
+    return [
+        {
+            "name": str(role["name"]),
+            "subGroupSize": node_count(role),
+            "minSubGroups": 1,
+            "labelSelector": {"matchLabels": {kn.IS_SERVICE_LABEL: service, kn.IS_ROLE_LABEL: str(role["name"])}},
+            "matchLabelKeys": [kn.IS_REPLICA_LABEL],
+        }
+        for role in gang_roles(isvc)
+    ]
 
 
 def pod_group(isvc: Mapping[str, Any], tasks: Mapping[str, int]) -> dict[str, Any]:
@@ -89,7 +125,7 @@ def pod_group(isvc: Mapping[str, Any], tasks: Mapping[str, int]) -> dict[str, An
             "labels": {kn.IS_SERVICE_LABEL: meta["name"]},
             "ownerReferences": [owner_reference(isvc, f"{kn.IS_GROUP}/{kn.IS_VERSION}", kn.IS_KIND)],
         },
-        "spec": {"minMember": sum(tasks.values()), "minTaskMember": dict(tasks)},
+        "spec": {"minMember": min_member(isvc), "minTaskMember": dict(tasks), "subGroupPolicy": sub_group_policy(isvc)},
     }
 
 
@@ -103,12 +139,20 @@ def replica_pods(
     pods = []
     for worker in range(size):
         name = behaviour.pod_name(lws, worker)
-        pods.append(_pod(isvc, role, replica, task, name, lws, worker, size))
+        pods.append(_pod(isvc, role, replica, task, name, lws, worker, size, behaviour.scheduler_name))
     return pods
 
 
 def _pod(
-    isvc: Mapping[str, Any], role: Mapping[str, Any], replica: int, task: str | None, name: str, lws: str, worker: int, size: int
+    isvc: Mapping[str, Any],
+    role: Mapping[str, Any],
+    replica: int,
+    task: str | None,
+    name: str,
+    lws: str,
+    worker: int,
+    size: int,
+    gang_scheduler: str,
 ) -> dict[str, Any]:
     meta = isvc["metadata"]
     template = copy.deepcopy(role.get("template") or {})
@@ -130,7 +174,7 @@ def _pod(
     if task is not None:
         annotations[kn.GROUP_NAME_ANNOTATION] = meta["name"]
         annotations[kn.TASK_SPEC_ANNOTATION] = task
-        spec["schedulerName"] = scheduler or VOLCANO
+        spec["schedulerName"] = scheduler or gang_scheduler
     elif scheduler:
         spec["schedulerName"] = scheduler
     if size >= 2:

@@ -168,7 +168,7 @@ class Reconciler:
             self._ignore(409, self.custom.create_namespaced_custom_object, kn.PG_GROUP, kn.PG_VERSION, ns, kn.PG_PLURAL, group)
             return
         spec = current.get("spec") or {}
-        if spec.get("minMember") != group["spec"]["minMember"] or (spec.get("minTaskMember") or {}) != group["spec"]["minTaskMember"]:
+        if any(spec.get(key) != value for key, value in group["spec"].items()):
             log.info("updating PodGroup %s/%s to %s", ns, name, group["spec"])
             body = {**current, "spec": {**spec, **group["spec"]}}
             self.custom.replace_namespaced_custom_object(

@@ -79,9 +79,10 @@ def test_a_valid_hypernode_has_no_errors() -> None:
         ({}, "both exactMatch and regexMatch are empty"),
         ({"exactMatch": {}, "regexMatch": {}}, "both exactMatch and regexMatch are empty"),
         ({"regexMatch": {"pattern": "n[0-9"}}, "is not a valid regex"),
+        ({"regexMatch": {"pattern": "^node(?!-gpu)"}}, "is not a valid regex in Go"),
         ({"exactMatch": {"name": "n"}, "labelMatch": {"matchLabels": {"a": "b"}}}, "set only one of"),
     ],
-    ids=["both-set", "both-empty", "both-empty-objects", "bad-regex", "exact-and-label"],
+    ids=["both-set", "both-empty", "both-empty-objects", "bad-regex", "go-rejects-lookahead", "exact-and-label"],
 )
 def test_invalid_selectors_are_refused_with_the_reason(selector: dict[str, Any], message: str) -> None:
     errors = hypernodes.validate(hypernode("h", 1, member(**selector)))

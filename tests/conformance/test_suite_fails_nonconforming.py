@@ -6,31 +6,23 @@ vendor would, and reads the report it writes.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.certify_run import certify as certify_subprocess
+from tests.certify_run import profile_of
+
 PROFILE = "ROUTER-TOPOLOGY"
 
 
 def certify(implementation: str, report_dir: Path) -> tuple[int, dict[str, Any], str]:
-    cmd = [sys.executable, "-m", "conformance", "certify", "--implementation", implementation,
-           "--profile", PROFILE, "--env", "process", "--report-dir", str(report_dir)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=REPO, check=False)
-    report_path = report_dir / "conformance-report.yaml"
-    assert report_path.is_file(), f"no report written; stderr: {done.stderr[-2000:]}"
-    return done.returncode, yaml.safe_load(report_path.read_text()), done.stdout + done.stderr
+    return certify_subprocess(implementation, report_dir, "--profile", PROFILE, "--env", "process")
 
 
 def failed_tests(report: dict[str, Any]) -> set[str]:
-    [profile] = [p for p in report["profiles"] if p["name"] == PROFILE]
+    profile = profile_of(report, PROFILE)
     return {*profile["core"]["failedTests"], *profile["extended"]["failedTests"]}
 
 

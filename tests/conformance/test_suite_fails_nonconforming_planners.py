@@ -7,33 +7,24 @@ repeat the verdict, at several times the cost); the reference planner runs the w
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from tests.certify_run import certify as certify_subprocess
+from tests.certify_run import profile_of as profile_named
 
 pytestmark = pytest.mark.timing  # SLA attainment and flapping are judged on time: run alone (tox.ini)
-REPO = Path(__file__).resolve().parents[2]
 PROFILE = "PLANNER-SCALING"
 
 
 def certify(implementation: str, report_dir: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
-    cmd = [sys.executable, "-m", "conformance", "certify", "--implementation", implementation,
-           "--profile", PROFILE, "--env", "process", "--report-dir", str(report_dir), *extra]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=REPO, check=False)
-    report_path = report_dir / "conformance-report.yaml"
-    assert report_path.is_file(), f"no report written; stderr: {done.stderr[-2000:]}"
-    return done.returncode, yaml.safe_load(report_path.read_text()), done.stdout + done.stderr
+    return certify_subprocess(implementation, report_dir, "--profile", PROFILE, "--env", "process", *extra, timeout_s=900)
 
 
 def profile_of(report: dict[str, Any]) -> dict[str, Any]:
-    [profile] = [p for p in report["profiles"] if p["name"] == PROFILE]
-    return profile
+    return profile_named(report, PROFILE)
 
 
 @pytest.mark.slow

@@ -7,37 +7,22 @@ instance, so runs on two xdist workers do not interfere.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from fixtures.cluster.backends import Cluster
+from tests.certify_run import certify as certify_subprocess
+from tests.certify_run import profile_of
 
 pytestmark = pytest.mark.cluster
-REPO = Path(__file__).resolve().parents[2]
 PROFILES = ("OPERATOR-TOPOLOGY", "INFERENCESERVICE-API")
 
 
 def certify(cluster: Cluster, implementation: str, report_dir: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
-    cmd = [sys.executable, "-m", "conformance", "certify", "--implementation", implementation, "--env", "cluster"]
-    for profile in PROFILES:
-        cmd += ["--profile", profile]
-    cmd += ["--report-dir", str(report_dir), *extra]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "SERVECERT_CLUSTER_NAME": cluster.name}
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=REPO, check=False)
-    report_path = report_dir / "conformance-report.yaml"
-    assert report_path.is_file(), f"no report written; output: {(done.stdout + done.stderr)[-3000:]}"
-    return done.returncode, yaml.safe_load(report_path.read_text()), done.stdout + done.stderr
-
-
-def profile_of(report: dict[str, Any], name: str) -> dict[str, Any]:
-    [profile] = [p for p in report["profiles"] if p["name"] == name]
-    return profile
+    profiles = [arg for name in PROFILES for arg in ("--profile", name)]
+    return certify_subprocess(implementation, report_dir, "--env", "cluster", *profiles, *extra, cluster_name=cluster.name)
 
 
 @pytest.mark.slow

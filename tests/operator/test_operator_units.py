@@ -577,19 +577,34 @@ def test_gang_scheduled_stories_annotate_every_pod_with_group_and_task(n: int) -
         assert pod["spec"]["schedulerName"] == "volcano"
 
 
+def _sub_groups(service: str, sizes: dict[str, int]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": role,
+            "subGroupSize": size,
+            "minSubGroups": 1,
+            "labelSelector": {"matchLabels": {"fusioninfer.io/service": service, "fusioninfer.io/role-name": role}},
+            "matchLabelKeys": ["fusioninfer.io/replica-index"],
+        }
+        for role, size in sizes.items()
+    ]
+
+
 @pytest.mark.parametrize(
-    ("n", "min_member", "tasks"),
+    ("n", "min_member", "tasks", "sizes"),
     [
-        (2, 6, {"prefill-0": 1, "prefill-1": 1, "decode-0": 1, "decode-1": 1, "decode-2": 1, "decode-3": 1}),
-        (3, 8, {"inference-0": 4, "inference-1": 4}),
-        (4, 10, {"prefill-0": 2, "decode-0": 4, "decode-1": 4}),
+        (2, 2, {"prefill-0": 1, "prefill-1": 1, "decode-0": 1, "decode-1": 1, "decode-2": 1, "decode-3": 1}, {"prefill": 1, "decode": 1}),
+        (3, 4, {"inference-0": 4, "inference-1": 4}, {"inference": 4}),
+        (4, 6, {"prefill-0": 2, "decode-0": 4, "decode-1": 4}, {"prefill": 2, "decode": 4}),
     ],
 )
-def test_pod_group_has_one_task_per_replica_as_seed_004_states(n: int, min_member: int, tasks: dict[str, int]) -> None:
+def test_pod_group_has_one_task_per_replica_and_one_replica_per_role_as_minimum(
+    n: int, min_member: int, tasks: dict[str, int], sizes: dict[str, int]
+) -> None:
     obj = story(n)
     group = inference_service.plan(obj, REFERENCE).pod_group
     assert group is not None
-    assert group["spec"] == {"minMember": min_member, "minTaskMember": tasks}
+    assert group["spec"] == {"minMember": min_member, "minTaskMember": tasks, "subGroupPolicy": _sub_groups(obj["metadata"]["name"], sizes)}
     assert group["apiVersion"] == "scheduling.volcano.sh/v1beta1"
     assert group["kind"] == "PodGroup"
     assert group["metadata"]["name"] == obj["metadata"]["name"]
@@ -696,8 +711,9 @@ def test_router_roles_are_not_in_the_gang() -> None:
     plan = inference_service.plan(_with_router(story(2)), REFERENCE)
     assert plan.pod_group is not None
     assert plan.pod_group["spec"] == {
-        "minMember": 6,
+        "minMember": 2,
         "minTaskMember": {"prefill-0": 1, "prefill-1": 1, "decode-0": 1, "decode-1": 1, "decode-2": 1, "decode-3": 1},
+        "subGroupPolicy": _sub_groups("qwen-inference-service", {"prefill": 1, "decode": 1}),
     }
     for name in ("qwen-inference-service-router-0-0", "qwen-inference-service-router-1-0"):
         router = plan.pods[name]

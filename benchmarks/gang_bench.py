@@ -1,0 +1,231 @@
+"""``servecert bench gang``: how fast the embedded Volcano places gangs on a 256-node / 2,048-GPU cluster.
+
+Figures (times, never pass/fail), each the median of ``--repeat`` runs on one cluster:
+
+1. ``gang_bound_s``: from creating a PodGroup (minMember 64) and its 64 pods (8 GPUs each, so
+   64 whole nodes) to every pod bound. Beside it, the same 64 pods each in a one-pod PodGroup
+   (what Volcano's controller would make for bare pods; the embedded cluster does not run it)
+   — ``independent_bound_s`` — and the ratio of the two, so the cost of gang placement is read
+   against the same scheduler in the same process.
+2. ``table_s``: seed 004's table scenario — story 4 as the reference operator plans it (pods
+   and PodGroup from ``reference_impl.operator.inference_service.plan``, applied directly, no
+   operator process) on 80, 64, 48, 32 and 16 GPUs of nodes of its own, one row after another;
+   per row, the time from creating the objects to the row's outcome: the expected replicas all
+   bound, or (blocked rows) Volcano marking the PodGroup unschedulable.
+
+Everything runs against a cluster this command starts and takes down by pid. Waits are bounded
+(``--timeout``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import json
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fixtures.cluster import topology
+
+CASE_LABEL = "servecert.io/case"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+TABLE = {80: 3, 64: 2, 48: 2, 32: 0, 16: 0}
+"""GPUs -> replicas of story 4 seed 004 says are bound (prefill-0 + one or two decode replicas, or none)."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nodes", type=int, default=256)
+    p.add_argument("--gpus", type=int, default=8, help="nvidia.com/gpu per node")
+    p.add_argument("--gang-pods", type=int, default=64)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--timeout", type=float, default=300.0, help="bound for each wait, seconds")
+    p.add_argument("--json", type=Path, help="also write the figures here")
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _wait(probe: Callable[[], bool], timeout: float, what: str) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if probe():
+            return time.monotonic() - started
+        time.sleep(0.05)
+    raise RuntimeError(f"{what}: not reached within {timeout:g}s")
+
+
+class Bench:
+    def __init__(self, api: Any, gpus: int, timeout: float) -> None:
+        from kubernetes import client
+
+        self.core, self.custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+        self.gpus, self.timeout = gpus, timeout
+
+    def namespace(self, name: str) -> str:
+        self.core.create_namespace({"metadata": {"name": name}})
+        return name
+
+    def bound(self, namespace: str) -> set[str]:
+        pods = self.core.list_namespaced_pod(namespace, _request_timeout=30).items
+        return {p.metadata.name for p in pods if p.spec.node_name}
+
+    def pod(self, name: str, group: str) -> dict[str, Any]:
+        from fixtures.cluster import volcano
+
+        annotations = {"scheduling.k8s.io/group-name": group}
+        limits = {topology.GPU_RESOURCE: str(self.gpus)}
+        return {
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {
+                "schedulerName": volcano.SCHEDULER_NAME,
+                "terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "c", "image": PAUSE_IMAGE, "resources": {"requests": limits, "limits": limits}}],
+            },
+        }
+
+    def gang(self, namespace: str, pods: int, with_group: bool) -> float:
+        """Seconds from the first create to every pod bound."""
+        from fixtures.cluster import kube
+
+        started = time.monotonic()
+        groups = {"gang": pods} if with_group else {f"solo-{i}": 1 for i in range(pods)}
+        for name, size in groups.items():
+            body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": name}}
+            body["spec"] = {"minMember": size}
+            self.custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", namespace, "podgroups", body)
+        manifests = [self.pod(f"p{i}", "gang" if with_group else f"solo-{i}") for i in range(pods)]
+        kube.bulk(lambda m: self.core.create_namespaced_pod(namespace, m), manifests)
+        _wait(lambda: len(self.bound(namespace)) == pods, self.timeout, f"{pods} pods bound in {namespace}")
+        return time.monotonic() - started
+
+    def clear(self, namespace: str) -> None:
+        self.core.delete_namespace(namespace, grace_period_seconds=0)
+        _wait(lambda: not self._exists(namespace), self.timeout, f"namespace {namespace} gone")
+
+    def _exists(self, namespace: str) -> bool:
+        from kubernetes.client.rest import ApiException
+
+        try:
+            self.core.read_namespace(namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def table_row(self, gpus: int, tag: str) -> float:
+        """Story 4 on ``gpus`` GPUs of its own nodes: seconds to the row's outcome."""
+        from fixtures import seed_examples
+        from fixtures.cluster import kube
+        from reference_impl.operator import inference_service
+        from reference_impl.operator.behaviour import REFERENCE
+
+        ns = self.namespace(f"table-{gpus}-{tag}")
+        nodes = [f"{ns}-n{i}" for i in range(gpus // self.gpus)]
+        for name in nodes:
+            self.core.create_node(_row_node(name, ns, self.gpus))
+        _wait(lambda: self._ready(ns) == len(nodes), self.timeout, f"{len(nodes)} nodes Ready")
+        isvc = copy.deepcopy(seed_examples.load("inferenceservice-story4"))
+        isvc["metadata"] |= {"namespace": ns, "uid": f"bench-{ns}", "generation": 1}
+        plan = inference_service.plan(isvc, REFERENCE)
+        started = time.monotonic()
+        group = plan.pod_group
+        assert group is not None
+        group["metadata"].pop("ownerReferences", None)
+        self.custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", ns, "podgroups", group)
+        pods = [_placed(p, ns) for p in plan.pods.values()]
+        kube.bulk(lambda m: self.core.create_namespaced_pod(ns, m), pods)
+        replicas = TABLE[gpus]
+        if replicas:
+            want = {"prefill": 2, "decode": 4}
+            expected = want["prefill"] + want["decode"] * (replicas - 1)
+            _wait(lambda: len(self.bound(ns)) == expected, self.timeout, f"{expected} pods bound on {gpus} GPUs")
+        else:
+            _wait(lambda: self._unschedulable(ns), self.timeout, f"PodGroup marked unschedulable on {gpus} GPUs")
+        took = time.monotonic() - started
+        self.clear(ns)
+        for name in nodes:
+            self.core.delete_node(name)
+        return took
+
+    def _ready(self, ns: str) -> int:
+        found = self.core.list_node(label_selector=f"{CASE_LABEL}={ns}").items
+        return sum(1 for n in found if any(c.type == "Ready" and c.status == "True" for c in (n.status.conditions or [])))
+
+    def _unschedulable(self, ns: str) -> bool:
+        groups = self.custom.list_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", ns, "podgroups")["items"]
+        conditions = [c for g in groups for c in (g.get("status") or {}).get("conditions") or []]
+        return any(c.get("type") == "Unschedulable" and c.get("status") == "True" for c in conditions)
+
+
+def _row_node(name: str, ns: str, gpus: int) -> dict[str, Any]:
+    capacity = {"cpu": "64", "memory": "512Gi", "pods": "110", topology.GPU_RESOURCE: str(gpus)}
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {CASE_LABEL: ns, "kubernetes.io/hostname": name},
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+        },
+        "spec": {"taints": [{"key": CASE_LABEL, "value": ns, "effect": "NoSchedule"}]},
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }
+
+
+def _placed(pod: dict[str, Any], ns: str) -> dict[str, Any]:
+    pod = copy.deepcopy(pod)
+    pod["metadata"].pop("ownerReferences", None)
+    spec = pod["spec"]
+    spec["nodeSelector"] = {CASE_LABEL: ns}
+    spec["tolerations"] = [{"key": CASE_LABEL, "operator": "Equal", "value": ns, "effect": "NoSchedule"}]
+    spec["terminationGracePeriodSeconds"] = 0
+    for container in spec["containers"]:
+        container["image"] = PAUSE_IMAGE
+    return pod
+
+
+def run(args: argparse.Namespace) -> int:
+    from fixtures.cluster import embedded, kube, state
+
+    figures: dict[str, Any] = {"nodes": args.nodes, "gpus_per_node": args.gpus, "gang_pods": args.gang_pods, "repeat": args.repeat}
+    name = f"bench-gang-{uuid.uuid4().hex[:6]}"
+    _say(f"cluster {name} with {args.nodes} nodes x {args.gpus} GPUs ...")
+    try:
+        cluster = embedded.up(name, topology.flat_spec(args.nodes, gpus_per_node=args.gpus), progress=_say)
+        api = kube.api_client(cluster.kubeconfig)
+        try:
+            bench = Bench(api, args.gpus, args.timeout)
+            gang: list[float] = []
+            independent: list[float] = []
+            table: list[float] = []
+            for i in range(args.repeat):
+                for with_group, into in ((True, gang), (False, independent)):
+                    ns = bench.namespace(f"{'gang' if with_group else 'independent'}-{i}")
+                    into.append(bench.gang(ns, args.gang_pods, with_group))
+                    bench.clear(ns)
+                    how = "as one gang" if with_group else "independent"
+                    _say(f"run {i + 1}/{args.repeat}: {args.gang_pods} pods {how}: {into[-1]:.2f}s")
+                rows = {gpus: bench.table_row(gpus, str(i)) for gpus in TABLE}
+                table.append(sum(rows.values()))
+                _say(f"run {i + 1}/{args.repeat}: seed 004 table " + ", ".join(f"{g} GPUs {s:.2f}s" for g, s in rows.items()))
+        finally:
+            api.close()
+    finally:
+        with contextlib.suppress(state.ClusterStateError):
+            embedded.down(name)
+    figures["gang_bound_s"] = round(statistics.median(gang), 3)
+    figures["independent_bound_s"] = round(statistics.median(independent), 3)
+    figures["gang_over_independent"] = round(statistics.median(gang) / statistics.median(independent), 3)
+    figures["table_s"] = round(statistics.median(table), 3)
+    runs = {"gang_s": gang, "independent_s": independent, "table_s": table}
+    figures["runs"] = {key: [round(x, 3) for x in values] for key, values in runs.items()}
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0

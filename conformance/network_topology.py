@@ -1,0 +1,229 @@
+"""Seed 002's network trees as data, made real per case, and gangs asking for a place inside them.
+
+Data flow::
+
+    Tree (SPINE_LEAF, ROCE_NVLINK: the seed's two examples; or generated from node labels)
+        -> install(env, tree)    the case's nodes (8 GPUs each) + HyperNodes named <namespace>-<name>
+        -> Installed.leaves      HyperNode -> the nodes it covers (the suite's own resolution)
+    gang(env, ...)               PodGroup {minMember, networkTopology} + pods of 4 GPUs asking for it
+        -> placement             pod -> node, read from the pods (spec.nodeName)
+        -> tightest(...)         the lowest-tier HyperNode holding every placed pod
+
+Why 4-GPU pods on 8-GPU nodes: each node holds two pods, so a domain's size in pods is twice its
+nodes and a scheduler that spreads pods across nodes is caught as easily as one that ignores the
+tree. HyperNodes are cluster-scoped; each case's carry the namespace in their names and are
+deleted with the case.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+
+from conformance import cluster_checks as kc
+from conformance import gang_checks as gc
+from fixtures.cluster import hypernodes
+from fixtures.cluster_env import ClusterEnvironment
+
+POD_GPUS = 4
+PODS_PER_NODE = gc.GPUS_PER_NODE // POD_GPUS
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+HN_GROUP, HN_VERSION, HN_PLURAL = hypernodes.GROUP, hypernodes.VERSION, hypernodes.PLURAL
+
+
+@dataclass(frozen=True)
+class Tree:
+    """Local node names and HyperNodes: name -> (tier, member type, member names)."""
+
+    name: str
+    nodes: tuple[str, ...]
+    hypernodes: Mapping[str, tuple[int, str, tuple[str, ...]]]
+
+
+def _pairs(prefix: str, nodes: Sequence[str], size: int) -> dict[str, tuple[str, ...]]:
+    return {f"{prefix}{i}": tuple(nodes[i * size : (i + 1) * size]) for i in range(len(nodes) // size)}
+
+
+def _spine_leaf() -> Tree:
+    """Seed 002, example 1: 8 nodes, four tier-1 switches of 2, two tier-2 of 2 switches, one tier-3."""
+    nodes = tuple(f"node{i}" for i in range(8))
+    tree: dict[str, tuple[int, str, tuple[str, ...]]] = {s: (1, "Node", ns) for s, ns in _pairs("s", nodes, 2).items()}
+    tree |= {"s4": (2, "HyperNode", ("s0", "s1")), "s5": (2, "HyperNode", ("s2", "s3")), "s6": (3, "HyperNode", ("s4", "s5"))}
+    return Tree("spine-leaf", nodes, tree)
+
+
+def _roce_nvlink() -> Tree:
+    """Seed 002, example 2: two RoCE networks (tier 2) of two NVLink networks (tier 1) of 4 hosts, no common root.
+
+    The seed's prose gives each NVLink network 4 hosts (its YAML lists fewer, in a broken list).
+    """
+    nodes = tuple(f"node{i}" for i in range(1, 17))
+    tree: dict[str, tuple[int, str, tuple[str, ...]]] = {
+        n: (1, "Node", ns) for n, ns in _pairs("nvlink-network", nodes, 4).items()
+    }
+    tree |= {
+        "roce-network0": (2, "HyperNode", ("nvlink-network0", "nvlink-network1")),
+        "roce-network1": (2, "HyperNode", ("nvlink-network2", "nvlink-network3")),
+    }
+    return Tree("roce-nvlink", nodes, tree)
+
+
+SPINE_LEAF = _spine_leaf()
+ROCE_NVLINK = _roce_nvlink()
+TREES: dict[str, Tree] = {t.name: t for t in (SPINE_LEAF, ROCE_NVLINK)}
+
+
+@dataclass
+class Installed:
+    """A tree made real for one case: global names, what each HyperNode covers, and each one's tier."""
+
+    nodes: dict[str, dict[str, str]] = field(default_factory=dict)
+    objects: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def leaves(self) -> dict[str, set[str]]:
+        return hypernodes.leaves(self.objects, self.nodes)
+
+    @property
+    def tiers(self) -> dict[str, int]:
+        return {h["metadata"]["name"]: int(h["spec"]["tier"]) for h in self.objects}
+
+    def capacity(self, tier: int, pick: Any = min) -> int:
+        """Pods (of POD_GPUS) that fit in the smallest (``pick=min``) or largest HyperNode of ``tier``."""
+        leaves = self.leaves
+        return int(pick(len(leaves[h]) for h, t in self.tiers.items() if t == tier)) * PODS_PER_NODE
+
+    def tightest(self, placed: set[str]) -> tuple[str, int] | None:
+        """The lowest-tier HyperNode covering every node in ``placed`` (None: no HyperNode does)."""
+        covering = [(t, h) for h, t in self.tiers.items() if placed <= self.leaves[h]]
+        return (min(covering)[1], min(covering)[0]) if covering else None
+
+
+def tree_objects(env: ClusterEnvironment, tree: Tree) -> Installed:
+    prefix = env.namespace
+    out = Installed({f"{prefix}-{n}": {} for n in tree.nodes})
+    for name, (tier, kind, members) in tree.hypernodes.items():
+        selectors = [{"type": kind, "selector": {"exactMatch": {"name": f"{prefix}-{m}"}}} for m in members]
+        out.objects.append(
+            {
+                "apiVersion": f"{HN_GROUP}/{HN_VERSION}",
+                "kind": "HyperNode",
+                "metadata": {"name": f"{prefix}-{name}"},
+                "spec": {"tier": tier, "members": selectors},
+            }
+        )
+    return out
+
+
+async def install(env: ClusterEnvironment, installed: Installed) -> Installed:
+    """Create the nodes (with their labels) and then the HyperNodes; all deleted when the case closes."""
+    await asyncio.gather(*(kc.add_node(env, gc.case_node(env, n, labels)) for n, labels in installed.nodes.items()))
+    await gc.nodes_ready(env, list(installed.nodes))
+    for obj in installed.objects:
+        await create_hypernode(env, obj)
+    return installed
+
+
+async def create_hypernode(env: ClusterEnvironment, obj: Mapping[str, Any]) -> None:
+    name = obj["metadata"]["name"]
+    await asyncio.to_thread(env.custom.create_cluster_custom_object, HN_GROUP, HN_VERSION, HN_PLURAL, dict(obj), _request_timeout=30)
+    env.cleanups.append(lambda: env.custom.delete_cluster_custom_object(HN_GROUP, HN_VERSION, HN_PLURAL, name))
+
+
+async def try_create_hypernode(env: ClusterEnvironment, obj: Mapping[str, Any]) -> kc.Refusal | None:
+    try:
+        await create_hypernode(env, obj)
+    except ApiException as exc:
+        if exc.status is None or not 400 <= exc.status < 500:
+            raise
+        return kc.Refusal(int(exc.status), str(exc.body))
+    return None
+
+
+async def gang(env: ClusterEnvironment, name: str, pods: int, scheduler: str, mode: str, tier: int) -> list[str]:
+    """A PodGroup of ``pods`` (minMember = all) with networkTopology {mode, highestTierAllowed: tier}, and its pods."""
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": pods, "networkTopology": {"mode": mode, "highestTierAllowed": tier}},
+    }
+    await kc.create(env, kc.PODGROUP, group)
+    names = [f"{name}-{i}" for i in range(pods)]
+    for pod in names:
+        spec = {
+            "schedulerName": scheduler,
+            "containers": [{"name": "worker", "image": PAUSE_IMAGE, "resources": {"limits": {gc.GPU: str(POD_GPUS)}}}],
+        }
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": pod, "labels": {"servecert.io/gang": name}, "annotations": {"scheduling.k8s.io/group-name": name}},
+            "spec": gc.place(spec, env),
+        }
+        await asyncio.to_thread(env.core.create_namespaced_pod, env.namespace, body, _request_timeout=30)
+    return names
+
+
+async def placement(env: ClusterEnvironment, gang_name: str) -> dict[str, str]:
+    """pod -> node ('' when unbound) for the gang's pods."""
+    found = await kc.pods(env, f"servecert.io/gang={gang_name}")
+    return {p["metadata"]["name"]: (p.get("spec") or {}).get("nodeName") or "" for p in found}
+
+
+async def all_bound(env: ClusterEnvironment, gang_name: str, count: int, timeout_s: float, what: str) -> dict[str, str]:
+    async def probe() -> dict[str, str] | None:
+        placed = await placement(env, gang_name)
+        return placed if len(placed) == count and all(placed.values()) else None
+
+    try:
+        found: dict[str, str] = await kc.wait_for(probe, timeout_s, what)
+    except AssertionError:
+        placed = await placement(env, gang_name)
+        raise AssertionError(
+            f"{what}: {sum(1 for n in placed.values() if n)}/{count} pods bound after {timeout_s:g}s; the gang fits and must be placed"
+        ) from None
+    return found
+
+
+async def none_bound_for(env: ClusterEnvironment, gang_name: str, seconds: float, what: str) -> None:
+    """For ``seconds``, no pod of the gang is bound (it must wait whole)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while True:
+        placed = await placement(env, gang_name)
+        bound = sorted(f"{p}->{n}" for p, n in placed.items() if n)
+        if bound:
+            raise AssertionError(f"{what}: {len(bound)}/{len(placed)} pods bound ({', '.join(bound)}); the gang must stay Pending whole")
+        if loop.time() >= deadline:
+            return
+        await asyncio.sleep(0.25)
+
+
+async def remove_gang(env: ClusterEnvironment, gang_name: str, timeout_s: float) -> None:
+    """Delete the gang's pods and PodGroup and wait until the pods are gone (their room is free again)."""
+    await asyncio.to_thread(
+        env.core.delete_collection_namespaced_pod, env.namespace, label_selector=f"servecert.io/gang={gang_name}", grace_period_seconds=0
+    )
+    await asyncio.to_thread(
+        env.custom.delete_namespaced_custom_object, kc.PODGROUP[0], kc.PODGROUP[1], env.namespace, kc.PODGROUP[2], gang_name
+    )
+
+    async def gone() -> bool:
+        return not await placement(env, gang_name)
+
+    await kc.wait_for(gone, timeout_s, f"pods of gang {gang_name} deleted")
+
+
+def placement_must_fit_tier(installed: Installed, placed: Mapping[str, str], tier: int, what: str) -> tuple[str, int]:
+    """Every pod inside one HyperNode of tier <= ``tier``; returns that HyperNode and its tier."""
+    nodes = set(placed.values())
+    found = installed.tightest(nodes)
+    if found is None or found[1] > tier:
+        where = "no common HyperNode" if found is None else f"only {found[0]} (tier {found[1]}) holds them all"
+        raise AssertionError(f"{what}: pods on {sorted(nodes)}: {where}; they must share one HyperNode of tier <= {tier}")
+    return found

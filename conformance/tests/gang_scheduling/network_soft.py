@@ -1,0 +1,48 @@
+"""Soft network topology (seed 002): the tightest domain that fits, and otherwise spread rather than wait.
+
+On each of the seed's two trees, with mode soft and highestTierAllowed 1:
+* a gang the size of the smallest tier-1 domain lands inside one tier-1 HyperNode;
+* a gang one pod larger than every tier-1 domain, that fits the smallest tier-2 domain, lands
+  inside one tier-2 HyperNode (the tightest that holds it);
+* a gang larger than every tier-2 domain is still bound, whole, across domains (soft never waits
+  for a domain that cannot exist).
+Each gang is removed before the next.
+"""
+
+from __future__ import annotations
+
+from conformance import cluster_checks as kc
+from conformance import gang_checks as gc
+from conformance import network_topology as nt
+from conformance.suite import features
+from conformance.suite.test_case import Case, ConformanceTest, TestContext
+
+
+async def check(ctx: TestContext) -> None:
+    env, t = kc.env_of(ctx), ctx.timeouts
+    tree = nt.TREES[ctx.params["tree"]]
+    installed = await nt.install(env, nt.tree_objects(env, tree))
+    scheduler = gc.gang_scheduler(ctx)
+    steps = (
+        ("tier1", installed.capacity(1, min), 1),
+        ("tier2", installed.capacity(1, max) + 1, 2),
+        ("spread", installed.capacity(2, max) + 1, None),
+    )
+    for name, pods, tightest in steps:
+        what = f"{tree.name}: soft, {pods} pods" + (f" (fit one tier-{tightest} domain)" if tightest else " (more than any tier-2 domain)")
+        await nt.gang(env, name, pods, scheduler, "soft", 1)
+        placed = await nt.all_bound(env, name, pods, t.gang_bound_s, what)
+        if tightest is not None:
+            nt.placement_must_fit_tier(installed, placed, tightest, what)
+        await nt.remove_gang(env, name, t.operator_reconcile_s)
+
+
+TEST = ConformanceTest(
+    short_name="NetworkTopologySoft",
+    description="A soft networkTopology gang lands in the tightest HyperNode that holds it (tier 1, else tier 2) and is "
+    "bound across domains when none does.",
+    features=(features.NETWORK_TOPOLOGY_SOFT,),
+    environments=frozenset({"cluster"}),
+    cases=tuple(Case(tree, {"tree": tree}) for tree in nt.TREES),
+    check=check,
+)

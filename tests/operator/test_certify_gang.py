@@ -1,0 +1,81 @@
+"""`servecert certify --profile GANG-SCHEDULING --env cluster`: the reference passes; both broken gang setups fail.
+
+Runs as a vendor would, in a subprocess joining this session's embedded cluster by name. The
+broken setups (tests/nonconforming/gang.py) are certified on the tests and cases that must
+catch them, with ``gang_bound_s`` lowered to 10 s (stricter than the default; a gang that never
+starts then fails sooner) — the whole profile would only repeat the verdict.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures.cluster.backends import Cluster
+from tests.certify_run import certify as certify_subprocess
+from tests.certify_run import profile_of as profile_named
+
+pytestmark = pytest.mark.cluster
+PROFILE = "GANG-SCHEDULING"
+
+
+def certify(cluster: Cluster, implementation: str, report_dir: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+    args = ("--env", "cluster", "--profile", PROFILE, *extra)
+    return certify_subprocess(implementation, report_dir, *args, cluster_name=cluster.name, timeout_s=900)
+
+
+def profile_of(report: dict[str, Any]) -> dict[str, Any]:
+    return profile_named(report, PROFILE)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.xdist_group("gang")  # NB: beside the "certify" group, on the other worker
+def test_the_reference_is_certified_on_gang_scheduling(cluster: Cluster, tmp_path: Path) -> None:
+    if not cluster.has_pod_runner:
+        pytest.skip(f"backend {cluster.backend} has no pod runner")
+    code, report, output = certify(cluster, "reference", tmp_path, "--workers", "1")
+    assert code == 0, output[-3000:]
+    profile = profile_of(report)
+    for section, tests in (("core", 4), ("extended", 3)):
+        result = profile[section]
+        assert result["result"] == "success", result
+        assert result["statistics"]["passed"] == tests and result["statistics"]["skipped"] == 0, result
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.xdist_group("gang")
+@pytest.mark.parametrize(
+    ("adapter", "focus", "caught", "property_named"),
+    [
+        (
+            "tests.nonconforming.gang:DefaultScheduler",
+            "GangSchedulingTable[64-gpus],GangReplicaAtomicity,NetworkTopologyHard[spine-leaf-tier1]",
+            {"core": {"GangSchedulingTable", "GangReplicaAtomicity"}, "extended": {"NetworkTopologyHard"}},
+            ("intra-replica atomicity broken", "the gang must stay Pending whole"),
+        ),
+        (
+            "tests.nonconforming.gang:RoleTaskKeys",
+            "GangReplicaScaling,GangCrossRole[decode-alone-fits]",
+            {"core": {"GangReplicaScaling", "GangCrossRole"}},
+            ("were not placed", "PodGroup deepseek-r1-disagg"),
+        ),
+    ],
+    ids=["default-scheduler", "role-task-keys"],
+)
+def test_a_broken_gang_setup_is_failed_naming_the_property(
+    cluster: Cluster, tmp_path: Path, adapter: str, focus: str, caught: dict[str, set[str]], property_named: tuple[str, ...]
+) -> None:
+    if not cluster.has_pod_runner:
+        pytest.skip(f"backend {cluster.backend} has no pod runner")
+    code, report, output = certify(cluster, adapter, tmp_path, "--run-test", focus, "--timeout", "gang_bound_s=10")
+    assert code == 1, f"certify must exit 1 for {adapter}, got {code}:\n{output[-3000:]}"
+    profile = profile_of(report)
+    for section, tests in caught.items():
+        assert profile[section]["result"] == "failure", profile[section]
+        assert tests <= set(profile[section]["failedTests"]), f"{tests} must fail; failed: {profile[section]['failedTests']}"
+    for words in property_named:
+        assert words in output, f"the failures must say {words!r}:\n{output[-3000:]}"
