@@ -55,13 +55,13 @@ def test_the_reference_is_certified_on_gang_scheduling(cluster: Cluster, tmp_pat
             "tests.nonconforming.gang:DefaultScheduler",
             "GangSchedulingTable[64-gpus],GangReplicaAtomicity,NetworkTopologyHard[spine-leaf-tier1]",
             {"core": {"GangSchedulingTable", "GangReplicaAtomicity"}, "extended": {"NetworkTopologyHard"}},
-            ("intra-replica atomicity broken", "the gang must stay Pending whole"),
+            ("intra-replica atomicity broken", "cross-role coordination broken", "must stay Pending whole", "must share one HyperNode"),
         ),
         (
             "tests.nonconforming.gang:RoleTaskKeys",
             "GangReplicaScaling,GangCrossRole[decode-alone-fits]",
             {"core": {"GangReplicaScaling", "GangCrossRole"}},
-            ("were not placed", "PodGroup deepseek-r1-disagg"),
+            ("the replicas that fit were not placed",),
         ),
     ],
     ids=["default-scheduler", "role-task-keys"],
@@ -77,5 +77,9 @@ def test_a_broken_gang_setup_is_failed_naming_the_property(
     for section, tests in caught.items():
         assert profile[section]["result"] == "failure", profile[section]
         assert tests <= set(profile[section]["failedTests"]), f"{tests} must fail; failed: {profile[section]['failedTests']}"
-    for words in property_named:
-        assert words in output, f"the failures must say {words!r}:\n{output[-3000:]}"
+    # NB: which property a broken setup trips first can depend on the order its scheduler takes pods in;
+    # every failure message must name one of the properties this setup breaks.
+    failures = [line for line in output.splitlines() if line.startswith("E ") and "AssertionError:" in line]
+    assert failures, output[-3000:]
+    for line in failures:
+        assert any(words in line for words in property_named), f"{line!r} names none of {property_named}"
