@@ -57,7 +57,8 @@ def test_a_core_skip_also_means_exit_status_1(tmp_path: Path) -> None:
     [
         (
             ["--profile=NOPE"],
-            "no profile named 'NOPE'; known profiles: GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROUTER-TOPOLOGY",
+            "no profile named 'NOPE'; known profiles: "
+            "GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROUTER-TOPOLOGY",
         ),
         (
             ["--env=cluster", "--profile=ROUTER-TOPOLOGY"],

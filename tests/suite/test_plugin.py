@@ -94,7 +94,8 @@ def test_the_collector_module_without_an_implementation_says_what_is_missing(pyt
         (["--implementation=nope"], "ERROR: no implementation named 'nope'; registered: *"),
         (
             ["--implementation=tests.suite.sample_adapter:FULL", "--profile=NOPE"],
-            "ERROR: no profile named 'NOPE'; known profiles: GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROUTER-TOPOLOGY*",
+            "ERROR: no profile named 'NOPE'; known profiles: "
+            "GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROUTER-TOPOLOGY*",
         ),
         (
             ["--implementation=tests.suite.sample_adapter:FULL", "--env=cluster", "--profile=ROUTER-TOPOLOGY"],
