@@ -49,6 +49,12 @@ def _bench_gang(args: argparse.Namespace) -> int:
     return gang_bench.run(args)
 
 
+def _proxy_serve(args: argparse.Namespace) -> int:
+    from reference_impl.traffic_split import haproxy
+
+    return haproxy.serve(args)
+
+
 def _load_run(args: argparse.Namespace) -> int:
     from load import runner
 
@@ -100,6 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
     frontend_p = frontend.add_parser("serve", help="run the reference frontend with file discovery")
     frontend_serve.add_arguments(frontend_p)
     frontend_p.set_defaults(run=_frontend_serve)
+
+    proxy = commands.add_parser("proxy", help="the DGD's weighted traffic proxy (HAProxy)").add_subparsers(dest="action", required=True)
+    proxy_p = proxy.add_parser("serve", help="run HAProxy with empty frontend slots and its runtime API (seed 001 4.3.3)")
+    from reference_impl.traffic_split import haproxy
+
+    haproxy.add_arguments(proxy_p)
+    proxy_p.set_defaults(run=_proxy_serve)
 
     bench = commands.add_parser("bench", help="benchmarks (figures, never pass/fail)").add_subparsers(dest="action", required=True)
     bench_engine = bench.add_parser("engine", help="SSE throughput of one engine and RSS of many idle engines")

@@ -4,7 +4,8 @@ An ``ImageSpec`` turns a pod's container (its ``args``, its pod IP and port) int
 command. The fake engine image runs ``python -m conformance engine serve``, the reference
 frontend image ``python -m conformance frontend serve`` (ready when ``/health`` answers; with
 ``DYN_DISCOVERY_BACKEND=kubernetes`` in the pod's env it finds the engines through their
-WorkerMetadata objects): the fakes never import the suite or the reference implementation, but
+WorkerMetadata objects), the traffic proxy image ``python -m conformance proxy serve`` (HAProxy;
+Ready when HAProxy answers ``/proxy/health``): the fakes never import the suite or the reference implementation, but
 spawning them as subprocesses is only a command line. The keys of
 ``KNOWN_IMAGES`` (image names without tag) are also what the cluster fixture excludes from kwok's
 pod stages, so for these pods the runner alone decides Ready, IPs and termination.
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 
 FAKE_ENGINE_IMAGE = "servecert/fake-engine"
 FRONTEND_IMAGE = "servecert/frontend"
+TRAFFIC_PROXY_IMAGE = "servecert/traffic-proxy"
+"""Seed 001 4.3.3's weighted proxy: HAProxy (Debian's) with empty frontend slots and its runtime API."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,11 @@ def _frontend(launch: Launch) -> list[str]:
     return [sys.executable, "-m", "conformance", "frontend", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
 
 
+def _traffic_proxy(launch: Launch) -> list[str]:
+    # NB: `proxy serve` execs HAProxy, so the supervised pid is HAProxy's own.
+    return [sys.executable, "-m", "conformance", "proxy", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
+
+
 KNOWN_IMAGES: dict[str, ImageSpec] = {
     FAKE_ENGINE_IMAGE: ImageSpec(
         image=FAKE_ENGINE_IMAGE,
@@ -58,6 +66,7 @@ KNOWN_IMAGES: dict[str, ImageSpec] = {
         mount_env={"DYN_TOPOLOGY_MOUNT_PATH": "/etc/podinfo/topology"},
     ),
     FRONTEND_IMAGE: ImageSpec(image=FRONTEND_IMAGE, command=_frontend, health_path="/health"),
+    TRAFFIC_PROXY_IMAGE: ImageSpec(image=TRAFFIC_PROXY_IMAGE, command=_traffic_proxy, health_path="/proxy/health"),
 }
 
 

@@ -1,0 +1,145 @@
+"""The real HAProxy behind ``servecert proxy serve``: slots filled and weights changed at run time, streams never cut.
+
+Two aiohttp backends stand in for the old and the new frontend (each answers its name, and
+streams 20 SSE events over 2 s). HAProxy is Debian's (``make test`` installs it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import ClientSession, web
+
+from reference_impl.traffic_split import haproxy, weights
+from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
+
+pytestmark = pytest.mark.xdist_group("haproxy-split")  # NB: every test binds the same 127.0.41.x addresses
+REPO = Path(__file__).resolve().parents[2]
+PROXY, OLD, NEW = "127.0.41.1", "127.0.41.2", "127.0.41.3"
+PORT, ADMIN = 8000, 9999
+EVENTS = 20
+MAINT_FLAG, DRAIN_FLAG = 0x01, 0x08
+"""HAProxy's srv_admin_state bits: forced maintenance (SRV_ADMF_FMAINT), forced drain (SRV_ADMF_FDRAIN)."""
+
+
+async def _backend(name: str, host: str) -> web.AppRunner:
+    async def who(request: web.Request) -> web.Response:
+        return web.Response(text=name)
+
+    async def stream(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for i in range(EVENTS):
+            await response.write(f"data: {name} {i}\n\n".encode())
+            await asyncio.sleep(0.1)
+        await response.write(b"data: [DONE]\n\n")
+        return response
+
+    app = web.Application()
+    app.router.add_get("/who", who)
+    app.router.add_get("/stream", stream)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, host, PORT).start()
+    return runner
+
+
+def _wait_for_port(host: str, port: int, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on {host}:{port} after {timeout_s:g}s")
+
+
+@pytest.fixture
+async def proxy(tmp_path: Path) -> AsyncIterator[RuntimeApi]:
+    haproxy.binary()  # NB: fails with the install hint when Debian's haproxy is missing; make test installs it
+    old, new = await _backend("old", OLD), await _backend("new", NEW)
+    argv = [sys.executable, "-m", "conformance", "proxy", "serve", "--host", PROXY, "--port", str(PORT)]
+    argv += ["--admin-port", str(ADMIN), "--config-dir", str(tmp_path)]
+    process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await asyncio.to_thread(_wait_for_port, PROXY, ADMIN)
+        yield RuntimeApi(PROXY, ADMIN)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        await old.cleanup()
+        await new.cleanup()
+
+
+async def _count(session: ClientSession, n: int) -> collections.Counter[str]:
+    seen: collections.Counter[str] = collections.Counter()
+    for _ in range(n):
+        async with session.get(f"http://{PROXY}:{PORT}/who") as response:
+            seen[await response.text()] += 1
+    return seen
+
+
+async def _stream(session: ClientSession) -> list[str]:
+    async with session.get(f"http://{PROXY}:{PORT}/stream") as response:
+        return [line.decode().strip() async for line in response.content if line.strip()]
+
+
+async def test_weights_set_at_run_time_split_new_requests_exactly(proxy: RuntimeApi) -> None:
+    old_w, new_w = weights.split(4, 0)
+    await proxy.assign("fe1", OLD, PORT, old_w)
+    await proxy.assign("fe2", NEW, PORT, new_w)
+    async with ClientSession() as session:
+        async with session.get(f"http://{PROXY}:{PORT}{haproxy.HEALTH_PATH}") as response:
+            assert response.status == 200
+        assert await _count(session, 40) == {"old": 40}
+        for old_ready, new_ready in ((3, 1), (2, 2), (1, 3)):
+            old_w, new_w = weights.split(old_ready, new_ready)
+            await proxy.set_weight("fe1", old_w)
+            await proxy.set_weight("fe2", new_w)
+            seen = await _count(session, 128)
+            # NB: HAProxy's weighted round robin is deterministic: 128 requests split exactly by the weights.
+            assert seen["new"] == round(128 * weights.share(old_w, new_w)), (old_ready, new_ready, seen)
+    state = await proxy.servers()
+    assert (state["fe1"].address, state["fe1"].weight) == (OLD, old_w)
+    assert (state["fe2"].address, state["fe2"].port, state["fe2"].weight) == (NEW, PORT, new_w)
+
+
+async def test_a_stream_in_flight_survives_weight_changes_and_drain(proxy: RuntimeApi) -> None:
+    await proxy.assign("fe1", OLD, PORT, weights.MAX_WEIGHT)
+    await proxy.assign("fe2", NEW, PORT, 0)
+    async with ClientSession() as session:
+        stream = asyncio.create_task(_stream(session))
+        await asyncio.sleep(0.3)
+        await proxy.set_weight("fe1", 0)
+        await proxy.set_weight("fe2", weights.MAX_WEIGHT)
+        await proxy.drain("fe1")
+        assert await _count(session, 20) == {"new": 20}
+        events = await stream
+    assert events == [*(f"data: old {i}" for i in range(EVENTS)), "data: [DONE]"]
+    assert (await proxy.servers())["fe1"].admin_state & DRAIN_FLAG
+    await proxy.release("fe1")
+    assert (await proxy.servers())["fe1"].admin_state & MAINT_FLAG
+
+
+async def test_a_refused_command_names_itself(proxy: RuntimeApi) -> None:
+    with pytest.raises(RuntimeApiError, match="set weight frontends/fe9"):
+        await proxy.set_weight("fe9", 10)
+
+
+def test_a_missing_haproxy_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(haproxy.shutil, "which", lambda name: None)
+    monkeypatch.setattr(haproxy.os, "access", lambda path, mode: False)
+    import argparse
+
+    args = argparse.Namespace(host=PROXY, port=PORT, admin_port=ADMIN, slots=2, config_dir=None)
+    assert haproxy.serve(args) == 2
+    assert "apt-get install haproxy" in capsys.readouterr().err
