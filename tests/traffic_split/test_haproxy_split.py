@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
+import os
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,9 +24,10 @@ from aiohttp import ClientSession, web
 from reference_impl.traffic_split import haproxy, weights
 from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
 
-pytestmark = pytest.mark.xdist_group("haproxy-split")  # NB: every test binds the same 127.0.41.x addresses
 REPO = Path(__file__).resolve().parents[2]
-PROXY, OLD, NEW = "127.0.41.1", "127.0.41.2", "127.0.41.3"
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+_ADDRESSES = itertools.count(1 + 60 * _WORKER, 3)
+"""Each test its own three 127.0.41.x addresses, and each xdist worker its own range of them."""
 PORT, ADMIN = 8000, 9999
 EVENTS = 20
 MAINT_FLAG, DRAIN_FLAG = 0x01, 0x08
@@ -63,76 +67,103 @@ def _wait_for_port(host: str, port: int, timeout_s: float = 20.0) -> None:
     raise AssertionError(f"nothing listens on {host}:{port} after {timeout_s:g}s")
 
 
+@dataclass(frozen=True)
+class Proxy:
+    """HAProxy on ``host`` with its runtime API, in front of backends "old" and "new" (each test its own addresses)."""
+
+    api: RuntimeApi
+    host: str
+    old: str
+    new: str
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{PORT}"
+
+
 @pytest.fixture
-async def proxy(tmp_path: Path) -> AsyncIterator[RuntimeApi]:
+async def proxy(tmp_path: Path) -> AsyncIterator[Proxy]:
     haproxy.binary()  # NB: fails with the install hint when Debian's haproxy is missing; make test installs it
-    old, new = await _backend("old", OLD), await _backend("new", NEW)
-    argv = [sys.executable, "-m", "conformance", "proxy", "serve", "--host", PROXY, "--port", str(PORT)]
-    argv += ["--admin-port", str(ADMIN), "--config-dir", str(tmp_path)]
-    process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = next(_ADDRESSES)
+    host, old_host, new_host = (f"127.0.41.{base + i}" for i in range(3))
+    old = await _backend("old", old_host)
     try:
-        await asyncio.to_thread(_wait_for_port, PROXY, ADMIN)
-        yield RuntimeApi(PROXY, ADMIN)
+        new = await _backend("new", new_host)
+        try:
+            argv = [sys.executable, "-m", "conformance", "proxy", "serve", "--host", host, "--port", str(PORT)]
+            argv += ["--admin-port", str(ADMIN), "--config-dir", str(tmp_path)]
+            process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                await asyncio.to_thread(_wait_for_port, host, ADMIN)
+                yield Proxy(RuntimeApi(host, ADMIN), host, old_host, new_host)
+            finally:
+                process.terminate()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(timeout=10)
+        finally:
+            await new.cleanup()
     finally:
-        process.terminate()
-        process.wait(timeout=10)
         await old.cleanup()
-        await new.cleanup()
 
 
-async def _count(session: ClientSession, n: int) -> collections.Counter[str]:
+async def _count(proxy: Proxy, session: ClientSession, n: int) -> collections.Counter[str]:
     seen: collections.Counter[str] = collections.Counter()
     for _ in range(n):
-        async with session.get(f"http://{PROXY}:{PORT}/who") as response:
+        async with session.get(f"{proxy.url}/who") as response:
             seen[await response.text()] += 1
     return seen
 
 
-async def _stream(session: ClientSession) -> list[str]:
-    async with session.get(f"http://{PROXY}:{PORT}/stream") as response:
+async def _stream(proxy: Proxy, session: ClientSession) -> list[str]:
+    async with session.get(f"{proxy.url}/stream") as response:
         return [line.decode().strip() async for line in response.content if line.strip()]
 
 
-async def test_weights_set_at_run_time_split_new_requests_exactly(proxy: RuntimeApi) -> None:
+async def test_weights_set_at_run_time_split_new_requests_exactly(proxy: Proxy) -> None:
+    api = proxy.api
     old_w, new_w = weights.split(4, 0)
-    await proxy.assign("fe1", OLD, PORT, old_w)
-    await proxy.assign("fe2", NEW, PORT, new_w)
+    await api.assign("fe1", proxy.old, PORT, old_w)
+    await api.assign("fe2", proxy.new, PORT, new_w)
     async with ClientSession() as session:
-        async with session.get(f"http://{PROXY}:{PORT}{haproxy.HEALTH_PATH}") as response:
+        async with session.get(f"{proxy.url}{haproxy.HEALTH_PATH}") as response:
             assert response.status == 200
-        assert await _count(session, 40) == {"old": 40}
+        assert await _count(proxy, session, 40) == {"old": 40}
         for old_ready, new_ready in ((3, 1), (2, 2), (1, 3)):
             old_w, new_w = weights.split(old_ready, new_ready)
-            await proxy.set_weight("fe1", old_w)
-            await proxy.set_weight("fe2", new_w)
-            seen = await _count(session, 128)
+            await api.set_weight("fe1", old_w)
+            await api.set_weight("fe2", new_w)
+            seen = await _count(proxy, session, 128)
             # NB: HAProxy's weighted round robin is deterministic: 128 requests split exactly by the weights.
             assert seen["new"] == round(128 * weights.share(old_w, new_w)), (old_ready, new_ready, seen)
-    state = await proxy.servers()
-    assert (state["fe1"].address, state["fe1"].weight) == (OLD, old_w)
-    assert (state["fe2"].address, state["fe2"].port, state["fe2"].weight) == (NEW, PORT, new_w)
+    state = await api.servers()
+    assert (state["fe1"].address, state["fe1"].weight) == (proxy.old, old_w)
+    assert (state["fe2"].address, state["fe2"].port, state["fe2"].weight) == (proxy.new, PORT, new_w)
 
 
-async def test_a_stream_in_flight_survives_weight_changes_and_drain(proxy: RuntimeApi) -> None:
-    await proxy.assign("fe1", OLD, PORT, weights.MAX_WEIGHT)
-    await proxy.assign("fe2", NEW, PORT, 0)
+async def test_a_stream_in_flight_survives_weight_changes_and_drain(proxy: Proxy) -> None:
+    api = proxy.api
+    await api.assign("fe1", proxy.old, PORT, weights.MAX_WEIGHT)
+    await api.assign("fe2", proxy.new, PORT, 0)
     async with ClientSession() as session:
-        stream = asyncio.create_task(_stream(session))
+        stream = asyncio.create_task(_stream(proxy, session))
         await asyncio.sleep(0.3)
-        await proxy.set_weight("fe1", 0)
-        await proxy.set_weight("fe2", weights.MAX_WEIGHT)
-        await proxy.drain("fe1")
-        assert await _count(session, 20) == {"new": 20}
+        await api.set_weight("fe1", 0)
+        await api.set_weight("fe2", weights.MAX_WEIGHT)
+        await api.drain("fe1")
+        assert await _count(proxy, session, 20) == {"new": 20}
         events = await stream
     assert events == [*(f"data: old {i}" for i in range(EVENTS)), "data: [DONE]"]
-    assert (await proxy.servers())["fe1"].admin_state & DRAIN_FLAG
-    await proxy.release("fe1")
-    assert (await proxy.servers())["fe1"].admin_state & MAINT_FLAG
+    assert (await api.servers())["fe1"].admin_state & DRAIN_FLAG
+    await api.release("fe1")
+    assert (await api.servers())["fe1"].admin_state & MAINT_FLAG
 
 
-async def test_a_refused_command_names_itself(proxy: RuntimeApi) -> None:
+async def test_a_refused_command_names_itself(proxy: Proxy) -> None:
     with pytest.raises(RuntimeApiError, match="set weight frontends/fe9"):
-        await proxy.set_weight("fe9", 10)
+        await proxy.api.set_weight("fe9", 10)
 
 
 def test_a_missing_haproxy_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -140,6 +171,6 @@ def test_a_missing_haproxy_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, cap
     monkeypatch.setattr(haproxy.os, "access", lambda path, mode: False)
     import argparse
 
-    args = argparse.Namespace(host=PROXY, port=PORT, admin_port=ADMIN, slots=2, config_dir=None)
+    args = argparse.Namespace(host="127.0.41.250", port=PORT, admin_port=ADMIN, slots=2, config_dir=None)
     assert haproxy.serve(args) == 2
     assert "apt-get install haproxy" in capsys.readouterr().err
