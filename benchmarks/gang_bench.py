@@ -33,7 +33,6 @@ from typing import Any
 
 from fixtures.cluster import topology
 
-CASE_LABEL = "servecert.io/case"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 TABLE = {80: 3, 64: 2, 48: 2, 32: 0, 16: 0}
 """GPUs -> replicas of story 4 seed 004 says are bound (prefill-0 + one or two decode replicas, or none)."""
@@ -53,6 +52,7 @@ def _say(line: str) -> None:
 
 
 def _wait(probe: Callable[[], bool], timeout: float, what: str) -> float:
+    # NB: not kube.wait_until: the figures are fractions of a second, so this polls every 50 ms.
     started = time.monotonic()
     while time.monotonic() - started < timeout:
         if probe():
@@ -65,6 +65,7 @@ class Bench:
     def __init__(self, api: Any, gpus: int, timeout: float) -> None:
         from kubernetes import client
 
+        self.api = api
         self.core, self.custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
         self.gpus, self.timeout = gpus, timeout
 
@@ -130,8 +131,9 @@ class Bench:
         ns = self.namespace(f"table-{gpus}-{tag}")
         nodes = [f"{ns}-n{i}" for i in range(gpus // self.gpus)]
         for name in nodes:
-            self.core.create_node(_row_node(name, ns, self.gpus))
-        _wait(lambda: self._ready(ns) == len(nodes), self.timeout, f"{len(nodes)} nodes Ready")
+            resources = {"cpu": "64", "memory": "512Gi", "pods": "110", topology.GPU_RESOURCE: str(self.gpus)}
+            self.core.create_node(topology.fake_node(name, {}, resources, reserved_for=ns))
+        kube.wait_nodes_ready(self.api, nodes, self.timeout)
         isvc = copy.deepcopy(seed_examples.load("inferenceservice-story4"))
         isvc["metadata"] |= {"namespace": ns, "uid": f"bench-{ns}", "generation": 1}
         plan = inference_service.plan(isvc, REFERENCE)
@@ -155,35 +157,16 @@ class Bench:
             self.core.delete_node(name)
         return took
 
-    def _ready(self, ns: str) -> int:
-        found = self.core.list_node(label_selector=f"{CASE_LABEL}={ns}").items
-        return sum(1 for n in found if any(c.type == "Ready" and c.status == "True" for c in (n.status.conditions or [])))
-
     def _unschedulable(self, ns: str) -> bool:
         groups = self.custom.list_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", ns, "podgroups")["items"]
         conditions = [c for g in groups for c in (g.get("status") or {}).get("conditions") or []]
         return any(c.get("type") == "Unschedulable" and c.get("status") == "True" for c in conditions)
 
 
-def _row_node(name: str, ns: str, gpus: int) -> dict[str, Any]:
-    capacity = {"cpu": "64", "memory": "512Gi", "pods": "110", topology.GPU_RESOURCE: str(gpus)}
-    return {
-        "metadata": {
-            "name": name,
-            "labels": {CASE_LABEL: ns, "kubernetes.io/hostname": name},
-            "annotations": {"kwok.x-k8s.io/node": "fake"},
-        },
-        "spec": {"taints": [{"key": CASE_LABEL, "value": ns, "effect": "NoSchedule"}]},
-        "status": {"capacity": capacity, "allocatable": capacity},
-    }
-
-
 def _placed(pod: dict[str, Any], ns: str) -> dict[str, Any]:
     pod = copy.deepcopy(pod)
     pod["metadata"].pop("ownerReferences", None)
-    spec = pod["spec"]
-    spec["nodeSelector"] = {CASE_LABEL: ns}
-    spec["tolerations"] = [{"key": CASE_LABEL, "operator": "Equal", "value": ns, "effect": "NoSchedule"}]
+    spec = topology.reserve(pod["spec"], ns)
     spec["terminationGracePeriodSeconds"] = 0
     for container in spec["containers"]:
         container["image"] = PAUSE_IMAGE

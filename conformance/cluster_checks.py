@@ -23,6 +23,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from conformance.suite.test_case import TestContext
+from fixtures.cluster import topology
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import kube_names as kn
 
@@ -121,20 +122,9 @@ def fake_node(name: str, resource: str, count: int = 16) -> dict[str, Any]:
     Workloads that ask for ``resource`` stay unbound until the test creates this node, which lets
     a check observe what an operator does before binding and before readiness.
     """
-    labels = {
-        "topology.kubernetes.io/zone": f"zone-{name}",
-        "nvidia.com/rack": f"rack-{name}",
-        "kubernetes.io/hostname": name,
-        "servecert.io/fake-node": "true",
-    }
-    capacity = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "16", resource: str(count)}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels, "annotations": {"kwok.x-k8s.io/node": "fake"}},
-        "spec": {},
-        "status": {"capacity": capacity, "allocatable": capacity},
-    }
+    labels = {topology.ZONE_LABEL: f"zone-{name}", topology.RACK_LABEL: f"rack-{name}"}
+    resources = {"cpu": "64", "memory": "512Gi", "pods": "110", topology.GPU_RESOURCE: "16", resource: str(count)}
+    return topology.fake_node(name, labels, resources)
 
 
 async def add_node(env: ClusterEnvironment, node: dict[str, Any]) -> None:
@@ -189,7 +179,6 @@ class PodHistory:
     """
 
     env: ClusterEnvironment
-    versions: list[dict[str, Any]] = field(default_factory=list)
     events: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -201,13 +190,16 @@ class PodHistory:
         self._thread.start()
         return self
 
+    @property
+    def versions(self) -> list[dict[str, Any]]:
+        """Every pod version seen, in order."""
+        return [pod for _, _, pod in list(self.events)]
+
     def _core(self) -> Any:
         return client.CoreV1Api(self.env.api)
 
     def _record(self, kind: str, pod: Any) -> None:
-        obj = self.env.api.sanitize_for_serialization(pod)
-        self.versions.append(obj)
-        self.events.append((time.monotonic(), kind, obj))
+        self.events.append((time.monotonic(), kind, self.env.api.sanitize_for_serialization(pod)))
 
     def _relist(self) -> None:
         listed = self._core().list_namespaced_pod(self.env.namespace, _request_timeout=10)

@@ -24,17 +24,18 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from conformance import cluster_checks as kc
 from conformance.suite.test_case import TestContext
 from fixtures import seed_examples
+from fixtures.cluster import kube, topology
 from fixtures.cluster_env import ClusterEnvironment
 
-CASE_LABEL = "servecert.io/case"
-GPU = "nvidia.com/gpu"
+CASE_LABEL = topology.ISOLATION_KEY
+GPU = topology.GPU_RESOURCE
 GPUS_PER_NODE = 8
 STORY4 = "deepseek-r1-disagg"
 PREFILL, DECODE = "prefill", "decode"
@@ -54,18 +55,8 @@ def gang_scheduler(ctx: TestContext) -> str:
 
 def case_node(env: ClusterEnvironment, name: str, labels: Mapping[str, str] | None = None, gpus: int = GPUS_PER_NODE) -> dict[str, Any]:
     """A kwok node only this case's pods select and tolerate."""
-    capacity = {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(gpus)}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, "servecert.io/fake-node": "true", **(labels or {}), CASE_LABEL: env.namespace},
-            "annotations": {"kwok.x-k8s.io/node": "fake"},
-        },
-        "spec": {"taints": [{"key": CASE_LABEL, "value": env.namespace, "effect": "NoSchedule"}]},
-        "status": {"capacity": capacity, "allocatable": capacity},
-    }
+    resources = {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(gpus)}
+    return topology.fake_node(name, labels or {}, resources, reserved_for=env.namespace)
 
 
 async def add_case_nodes(env: ClusterEnvironment, count: int, *, first: int = 0) -> list[str]:
@@ -80,12 +71,7 @@ async def nodes_ready(env: ClusterEnvironment, names: Sequence[str], timeout_s: 
     """Wait for kwok to report the nodes Ready: a scheduler that parks pods until a node event must get a fair start."""
 
     async def ready() -> bool:
-        found = await asyncio.to_thread(env.core.list_node, label_selector=f"{CASE_LABEL}={env.namespace}", _request_timeout=30)
-        up = {
-            n.metadata.name
-            for n in found.items
-            if any(c.type == "Ready" and c.status == "True" for c in (n.status.conditions or []))
-        }
+        up = await asyncio.to_thread(kube.ready_node_names, env.api, f"{CASE_LABEL}={env.namespace}")
         return set(names) <= up
 
     await kc.wait_for(ready, timeout_s, f"nodes {list(names)[:3]}... Ready")
@@ -93,10 +79,7 @@ async def nodes_ready(env: ClusterEnvironment, names: Sequence[str], timeout_s: 
 
 def place(pod_spec: dict[str, Any], env: ClusterEnvironment) -> dict[str, Any]:
     """Make a pod spec select and tolerate the case's nodes (and only them)."""
-    pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), CASE_LABEL: env.namespace}
-    toleration = {"key": CASE_LABEL, "operator": "Equal", "value": env.namespace, "effect": "NoSchedule"}
-    pod_spec["tolerations"] = [*(pod_spec.get("tolerations") or []), toleration]
-    return pod_spec
+    return topology.reserve(pod_spec, env.namespace)
 
 
 def story4(env: ClusterEnvironment, *, prefill: int = 1, decode: int = 2) -> dict[str, Any]:
@@ -159,7 +142,11 @@ class Span:
         return self.end - self.start
 
 
-def _spans(events: Sequence[Event], end: float, bad: Any, describe: Any) -> list[Span]:
+class PlacementBroken(AssertionError):
+    """A replica was partly bound, or a role ran alone, longer than the bind window: no later state repairs it."""
+
+
+def _spans(events: Sequence[Event], end: float, bad: Callable[[set[str]], bool], describe: Callable[[set[str]], str]) -> list[Span]:
     """Maximal intervals over which ``bad(bound)`` holds, each named by ``describe(bound)`` at its start."""
     bound: set[str] = set()
     out: list[Span] = []
@@ -207,7 +194,7 @@ def spans_must_stay_within(spans: Iterable[Span], window_s: float, what: str) ->
     long = [s for s in spans if s.seconds > window_s]
     if long:
         worst = max(long, key=lambda s: s.seconds)
-        raise AssertionError(
+        raise PlacementBroken(
             f"{what}: {len(long)} time(s) longer than {window_s:g}s; longest {worst.seconds:.2f}s: {worst.what}"
         )
 
@@ -250,9 +237,9 @@ async def wait_for_replicas(
 
     try:
         found: set[str] = await kc.wait_for(probe, timeout_s, what)
-    except AssertionError as exc:
-        if "atomicity" in str(exc):
-            raise
+    except PlacementBroken:
+        raise
+    except AssertionError:
         bound = bound_at_end(timeline(history))
         raise AssertionError(
             f"{what}: the replicas that fit were not placed within {timeout_s:g}s; whole replicas "

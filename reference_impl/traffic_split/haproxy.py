@@ -67,7 +67,7 @@ backend {BACKEND}
 
 
 def binary() -> str:
-    found = shutil.which("haproxy") or next((p for p in ("/usr/sbin/haproxy",) if os.access(p, os.X_OK)), None)
+    found = shutil.which("haproxy", path=f"{os.environ.get('PATH', '')}{os.pathsep}/usr/sbin")  # NB: Debian installs it there
     if found is None:
         raise HAProxyMissing(f"haproxy is not installed: {INSTALL_HINT}")
     return found

@@ -4,12 +4,26 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from fixtures.cluster.backends import Cluster
 from fixtures.cluster.pytest_fixture import cluster
 
-__all__ = ["cluster"]
+__all__ = ["api", "cluster"]
+
+
+@pytest.fixture(scope="module")
+def api(cluster: Cluster) -> Iterator[Any]:
+    """An admin client of the shared cluster, for tests that need its kwok nodes and pod runner."""
+    if not cluster.has_pod_runner:
+        pytest.skip(f"backend {cluster.backend} has no kwok nodes or pod runner")
+    api_client = cluster.api()
+    # NB: `up` installs the suite's CRDs; replacing them here would make every running kopf operator re-scan its resources.
+    yield api_client
+    api_client.close()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

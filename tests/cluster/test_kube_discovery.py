@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,7 +21,6 @@ from kubernetes import client
 from fakes.pod_runner import images
 from fakes.pod_runner.runner import PodRunner, PodWork
 from fixtures.cluster import kwok_stages
-from fixtures.cluster.backends import Cluster
 from protocol import kube_names
 from tests.cluster import checks
 
@@ -91,16 +89,6 @@ def test_every_pod_process_gets_the_runners_kubeconfig_unless_the_pod_sets_its_o
 
 
 # --- on the cluster -------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def api(cluster: Cluster) -> Iterator[Any]:
-    if not cluster.has_pod_runner:
-        pytest.skip(f"backend {cluster.backend} has no kwok nodes or pod runner")
-    api_client = cluster.api()
-    # NB: `up` installs the CRD; replacing it here would make every running kopf operator re-scan its resources.
-    yield api_client
-    api_client.close()
 
 
 def _pod_env() -> list[dict[str, Any]]:

@@ -4,28 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from fixtures.cluster.backends import Cluster
 from reference_impl.traffic_split import haproxy
 from reference_impl.traffic_split.runtime_api import RuntimeApi
 from tests.cluster import checks
 
 pytestmark = pytest.mark.cluster
 ADMIN_PORT = 9999
-
-
-@pytest.fixture(scope="module")
-def api(cluster: Cluster) -> Iterator[Any]:
-    if not cluster.has_pod_runner:
-        pytest.skip(f"backend {cluster.backend} has no pod runner")
-    api = cluster.api()
-    yield api
-    api.close()
 
 
 def test_a_traffic_proxy_pod_is_ready_on_its_ip_with_empty_slots_and_a_runtime_api(api: Any) -> None:

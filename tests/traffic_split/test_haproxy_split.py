@@ -167,8 +167,7 @@ async def test_a_refused_command_names_itself(proxy: Proxy) -> None:
 
 
 def test_a_missing_haproxy_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(haproxy.shutil, "which", lambda name: None)
-    monkeypatch.setattr(haproxy.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(haproxy.shutil, "which", lambda name, path=None: None)
     import argparse
 
     args = argparse.Namespace(host="127.0.41.250", port=PORT, admin_port=ADMIN, slots=2, config_dir=None)
