@@ -10,6 +10,7 @@ Data flow::
 Rules, each a line of seed 001 or of the rollout issue:
 
 * no new worker before the new frontend is ready (the new dynamo namespace must have its frontend);
+  if it stops being ready mid-way, every count holds until it is back;
 * paused holds every count where it is;
 * per component, old + new desired never exceeds target + maxSurge, and old ready + new ready never
   falls below target - maxUnavailable because of a scale-down (a Deployment's two bounds);
@@ -105,7 +106,7 @@ def next_step(s: Situation) -> Step:
     if s.paused:
         return Step(old, new, PAUSED, "spec.rolloutStrategy.paused is true: every count holds")
     if not s.frontend_ready:
-        return Step(old, {c: 0 for c in s.target}, WAITING_FOR_FRONTEND, "the new frontend is not ready yet")
+        return Step(old, new, WAITING_FOR_FRONTEND, "the new frontend is not ready: no new worker is added, none removed")
     done = all(_side(s.new, c).ready >= t and old[c] == 0 for c, t in s.target.items())
     if done:
         return Step(old, new, COMPLETE, "every component runs its target of new ready workers; no old worker left")
