@@ -53,9 +53,19 @@ def test_the_reference_is_certified_on_gang_scheduling(cluster: Cluster, tmp_pat
     [
         (
             "tests.nonconforming.gang:DefaultScheduler",
-            "GangSchedulingTable[64-gpus],GangReplicaAtomicity,NetworkTopologyHard[spine-leaf-tier1]",
-            {"core": {"GangSchedulingTable", "GangReplicaAtomicity"}, "extended": {"NetworkTopologyHard"}},
-            ("intra-replica atomicity broken", "cross-role coordination broken", "must stay Pending whole", "must share one HyperNode"),
+            "GangSchedulingTable[64-gpus],GangReplicaAtomicity,NetworkTopologyHard[spine-leaf-tier1],NetworkTopologySoft,"
+            "HyperNodeGeneration",
+            {
+                "core": {"GangSchedulingTable", "GangReplicaAtomicity"},
+                "extended": {"NetworkTopologyHard", "NetworkTopologySoft", "HyperNodeGeneration"},
+            },
+            (
+                "intra-replica atomicity broken",
+                "cross-role coordination broken",
+                "must stay Pending whole",
+                "must share one HyperNode",
+                "the generated tree puts them in one",
+            ),
         ),
         (
             "tests.nonconforming.gang:RoleTaskKeys",
@@ -79,7 +89,7 @@ def test_a_broken_gang_setup_is_failed_naming_the_property(
         assert tests <= set(profile[section]["failedTests"]), f"{tests} must fail; failed: {profile[section]['failedTests']}"
     # NB: which property a broken setup trips first can depend on the order its scheduler takes pods in;
     # every failure message must name one of the properties this setup breaks.
-    failures = [line for line in output.splitlines() if line.startswith("E ") and "AssertionError:" in line]
+    failures = [line for line in output.splitlines() if line.startswith("E ") and ("AssertionError:" in line or "PlacementBroken:" in line)]
     assert failures, output[-3000:]
     for line in failures:
         assert any(words in line for words in property_named), f"{line!r} names none of {property_named}"
