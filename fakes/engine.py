@@ -196,9 +196,7 @@ class Engine:
         self.running: list[Seq] = []
         self.log = groundtruth.GroundTruthLog()
         self.faults = faults_mod.FaultState(config.faults)
-        self.metrics = metrics.EngineMetrics(
-            config.model, lambda: len(self.running), lambda: len(self.waiting), self.pool.usage
-        )
+        self.metrics = metrics.EngineMetrics(config.model, lambda: len(self.running), lambda: len(self.waiting), self.pool.usage)
         self.kv_events: deque[streams.KvEvent] = deque(maxlen=65536)
         self.kv_listeners: list[Callable[[streams.KvEvent], None]] = []
         self.fpm_listeners: list[Callable[[streams.ForwardPassMetrics], None]] = []
@@ -220,6 +218,12 @@ class Engine:
     @property
     def domains(self) -> dict[str, str]:
         return dict(self.config.topology.domains)
+
+    def handles_pinned_within(self, seconds: float) -> int:
+        """Prefilled KV handles pinned in the last ``seconds`` and not yet pulled (a draining server waits for them)."""
+        # NB: a handle's deadline is its pin time plus the TTL, so "pinned after now - seconds" is this.
+        cutoff = time.monotonic() + self.config.handle_ttl_seconds - seconds
+        return sum(1 for _, deadline in self._handles.values() if deadline > cutoff)
 
     async def start(self) -> None:
         if self._task is None:

@@ -5,6 +5,11 @@
 two cores. ``EngineHost.add`` serves an engine and returns it with ``engine.url`` set;
 ``remove`` and ``close`` stop engines and free their sockets. A crashed engine closes its socket
 too, so clients see connection refused, as they would from a dead process.
+
+Draining (what a terminating pod does): ``drain`` keeps every engine serving, new requests
+included, until none has had work in flight (``server.in_flight``) for ``DRAIN_QUIET_S`` or a
+time limit passes; then ``close`` stops them. The caller withdraws the engines from discovery
+first, so the quiet moment is what lets a frontend that has not yet noticed stop sending.
 """
 
 from __future__ import annotations
@@ -12,12 +17,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import time
 from collections.abc import Callable
 
 from aiohttp import web
 
 from fakes import server
 from fakes.engine import Engine, EngineConfig
+
+DRAIN_QUIET_S = 1.0
+"""Idle time that ends a drain; longer than a frontend's discovery poll (0.2 s files, 0.3 s Kubernetes) plus a listing."""
+DRAIN_POLL_S = 0.05
 
 
 def addresses(host: str, count: int) -> list[str]:
@@ -68,6 +78,28 @@ class EngineHost:
         if runner is not None:
             await runner.cleanup()
 
+    def in_flight(self) -> int:
+        """Work in flight summed over every engine still served."""
+        return sum(server.in_flight(runner.app) for runner in self._runners.values())
+
+    async def drain(self, limit_s: float, quiet_s: float = DRAIN_QUIET_S, interrupt: asyncio.Event | None = None) -> int:
+        """Keep serving until nothing was in flight for ``quiet_s``, ``limit_s`` passed, or ``interrupt`` is set.
+
+        Returns the work still in flight when it gave up (0: drained).
+        """
+        deadline = time.monotonic() + limit_s
+        quiet_since: float | None = None
+        for _ in range(int(limit_s / DRAIN_POLL_S) + 2):  # NB: each turn waits DRAIN_POLL_S unless it is the last
+            now = time.monotonic()
+            busy = self.in_flight()
+            quiet_since = None if busy else (now if quiet_since is None else quiet_since)
+            if quiet_since is not None and now - quiet_since >= quiet_s:
+                return 0
+            if now >= deadline or (interrupt is not None and interrupt.is_set()):
+                return busy
+            await _wait(interrupt, min(DRAIN_POLL_S, deadline - now))
+        return self.in_flight()
+
     async def close(self) -> None:
         for engine in list(self.engines):
             await self.remove(engine)
@@ -86,3 +118,12 @@ class EngineHost:
             await runner.cleanup()
         if self._on_crash is not None:
             self._on_crash(engine)
+
+
+async def _wait(event: asyncio.Event | None, seconds: float) -> None:
+    """Sleep ``seconds``, or less when ``event`` is set."""
+    if event is None:
+        await asyncio.sleep(seconds)
+        return
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), timeout=seconds)

@@ -10,6 +10,16 @@ Discovery: ``--discovery-dir`` publishes each engine's metadata as a file; with
 ``DYN_DISCOVERY_BACKEND=kubernetes`` the (single) engine publishes itself as a WorkerMetadata
 object once ready and deletes it on a clean stop (``fakes.kube_registration``); missing pod env
 or kubeconfig exits 2 at start-up, and so does a registration the API never accepted.
+
+Termination (SIGTERM or SIGINT), as a pod in a rolling update sees it: withdraw from discovery
+first (files and WorkerMetadata), then drain -- keep serving, requests that still arrive from a
+frontend that has not noticed yet included, until no request has been in flight for a moment
+(``fakes.host.DRAIN_QUIET_S``) or ``--drain-seconds`` (default 20, inside a pod's 30 s grace
+period) have passed -- then close. ``--drain-seconds 0`` closes at once; so does a second signal.
+
+Ground truth on disk: ``--groundtruth-file`` (default ``$SERVECERT_GROUNDTRUTH_FILE``) appends every
+record of every engine of the process as a JSON line (``fakes.groundtruth.JsonLinesSink``), so the
+suite can still judge an engine after its process, and its pod, are gone.
 """
 
 from __future__ import annotations
@@ -19,13 +29,14 @@ import asyncio
 import os
 import signal
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fakes import faults, network, timing, topology_env
+from fakes import faults, groundtruth, network, timing, topology_env
 from fakes.engine import ROLES, Engine, EngineConfig
-from fakes.host import EngineHost, addresses
+from fakes.host import DRAIN_QUIET_S, EngineHost, addresses
 from protocol import discovery_files, event_loop, kube_names
 
 if TYPE_CHECKING:
@@ -33,6 +44,8 @@ if TYPE_CHECKING:
 
 EXIT_STARTUP = 2
 EXIT_CRASHED = 3
+ENV_GROUNDTRUTH_FILE = "SERVECERT_GROUNDTRUTH_FILE"
+DEFAULT_DRAIN_SECONDS = 20.0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,6 +73,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topology", help="domains directly, e.g. zone=a,rack=r1,host=h1 (instead of env/files)")
     p.add_argument("--engine-id", help="engine id (default: generated); with --count, a suffix -i is added")
     p.add_argument("--discovery-dir", type=Path, help="publish each engine's metadata here (file discovery)")
+    p.add_argument(
+        "--groundtruth-file",
+        type=Path,
+        default=os.environ.get(ENV_GROUNDTRUTH_FILE) or None,
+        help=f"append every ground-truth record here as a JSON line (default ${ENV_GROUNDTRUTH_FILE}; unset = none)",
+    )
+    p.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=DEFAULT_DRAIN_SECONDS,
+        help="on SIGTERM, serve requests in flight for at most this long after withdrawing from discovery (0 = close at once)",
+    )
     g = p.add_argument_group("fault injection")
     g.add_argument("--error-rate", type=float, default=0.0)
     g.add_argument("--crash-after", type=int, default=0)
@@ -117,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
     if args.count < 1:
         print("servecert engine serve: error: --count must be >= 1", file=sys.stderr)
         return EXIT_STARTUP
+    if args.drain_seconds < 0:
+        print("servecert engine serve: error: --drain-seconds must be >= 0 (0 = close at once)", file=sys.stderr)
+        return EXIT_STARTUP
     try:
         configs = [config_from_args(args, i) for i in range(args.count)]
         hosts = addresses(args.host, args.count)
@@ -147,6 +175,7 @@ def kube_registration(env: Mapping[str, str], count: int) -> Registration | None
 
 async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: list[str], registration: Registration | None) -> int:
     stop = asyncio.Event()
+    hurry = asyncio.Event()
     crashed: list[Engine] = []
 
     def on_crash(engine: Engine) -> None:
@@ -155,14 +184,21 @@ async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: l
         if args.count == 1:
             stop.set()
 
+    def on_signal() -> None:
+        (hurry if stop.is_set() else stop).set()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal)
     host = EngineHost(on_crash=on_crash)
+    sink = groundtruth.JsonLinesSink(args.groundtruth_file) if args.groundtruth_file else None
+    drain = False
     try:
         for i, (config, address) in enumerate(zip(configs, hosts, strict=True)):
             port = args.port if args.port == 0 or hosts.count(address) == 1 else args.port + i
             engine = await host.add(config, address, port)
+            if sink is not None:
+                engine.log.subscribe(sink)
             if args.discovery_dir:
                 discovery_files.publish(args.discovery_dir, engine.metadata())
             print(f"engine {engine.engine_id} role={config.role} model={config.model} url={engine.url}", flush=True)
@@ -170,6 +206,8 @@ async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: l
                 return EXIT_STARTUP
         print(f"ready: {len(host.engines)} engine(s)", flush=True)
         await stop.wait()
+        # NB: a crashed single engine has nothing left to serve; its process ends now.
+        drain = args.drain_seconds > 0 and not (crashed and args.count == 1)
     except OSError as exc:
         print(f"servecert engine serve: error: cannot listen: {exc}", file=sys.stderr)
         return EXIT_STARTUP
@@ -179,5 +217,26 @@ async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: l
                 discovery_files.unpublish(args.discovery_dir, engine.engine_id)
         if registration is not None:
             await registration.withdraw_quietly()
+        if drain:
+            await _drain(host, args.drain_seconds, hurry)
         await host.close()
+        if sink is not None:
+            sink.close()
     return EXIT_CRASHED if crashed and args.count == 1 else 0
+
+
+async def _drain(host: EngineHost, limit_s: float, hurry: asyncio.Event) -> None:
+    """Serve what is in flight (withdrawn from discovery already), printing when the drain starts and ends."""
+    print(
+        f"draining: {host.in_flight()} request(s) in flight; serving until idle for {DRAIN_QUIET_S:g} s, "
+        f"at most {limit_s:g} s (a second SIGTERM closes now)",
+        flush=True,
+    )
+    started = time.monotonic()
+    left = await host.drain(limit_s, interrupt=hurry)
+    took = time.monotonic() - started
+    if left == 0:
+        print(f"drained in {took:.1f} s", flush=True)
+    else:
+        why = "a second signal" if hurry.is_set() else f"the {limit_s:g} s limit"
+        print(f"drain cut by {why} after {took:.1f} s with {left} request(s) in flight; closing them", flush=True)

@@ -14,6 +14,12 @@ it (a ``cleanup_ctx``). Routes:
 A decode request's KV is pulled from the prefill engine named in its handle (``fakes.kv_pull``)
 before it is queued; the transfer, priced by the fake network, lands in the ground-truth record.
 Every request the engine refuses is recorded too, with the refusal's error code as its outcome.
+
+In flight: a middleware counts the requests of the work routes (``COUNTED_PATHS``) from arrival
+to their last byte, and ``in_flight(app)`` adds the KV handles a prefill engine pinned in the last
+``PULL_DUE_S`` for a pull still to come. ``servecert engine serve`` drains on SIGTERM until that
+is 0 (``fakes.host``). Event streams and ground-truth polls never count: a subscriber stays for
+hours, and a drained engine must still close.
 """
 
 from __future__ import annotations
@@ -41,13 +47,28 @@ SUBSCRIBERS = web.AppKey("subscribers", set["asyncio.Queue[dict[str, Any] | None
 ENGINE_HEADER = "x-servecert-engine"
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 MAX_SUBSCRIPTION_SECONDS = 6 * 3600.0
+COUNTED_PATHS = frozenset({"/v1/completions", "/v1/chat/completions", "/engine/generate", "/engine/prefill", "/engine/kv/pull"})
+"""Routes whose requests are work in flight; a draining engine waits for them."""
+PULL_DUE_S = 10.0
+"""A prefilled KV handle younger than this counts as in flight: its decode engine's pull may still come."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+class InFlight:
+    """Requests on ``COUNTED_PATHS`` being handled now: a stream counts until its last byte is written."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+
+
+IN_FLIGHT = web.AppKey("in_flight", InFlight)
+
+
 def create_app(engine: Engine) -> web.Application:
-    app = web.Application(middlewares=[_errors], client_max_size=64 * 1024 * 1024)
+    app = web.Application(middlewares=[_count, _errors], client_max_size=64 * 1024 * 1024)
     app[ENGINE] = engine
+    app[IN_FLIGHT] = InFlight()
     app[SUBSCRIBERS] = set()
     app.cleanup_ctx.append(_lifecycle)
     app.on_shutdown.append(_end_subscriptions)
@@ -81,6 +102,26 @@ async def _end_subscriptions(app: web.Application) -> None:
     for queue in app[SUBSCRIBERS]:
         with contextlib.suppress(asyncio.QueueFull):
             queue.put_nowait(None)
+
+
+def in_flight(app: web.Application) -> int:
+    """Work the engine of ``app`` still owes: counted requests, plus fresh KV handles awaiting their pull."""
+    # NB: a prefilled request is done on the prefill engine before its decode engine pulls the KV;
+    # closing in between would fail that pull, so a handle counts while its pull is still due. One
+    # never pulled (the frontend found no decode worker) would otherwise hold a drain for its whole TTL.
+    return app[IN_FLIGHT].requests + app[ENGINE].handles_pinned_within(PULL_DUE_S)
+
+
+@web.middleware
+async def _count(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path not in COUNTED_PATHS:
+        return await handler(request)
+    counter = request.app[IN_FLIGHT]
+    counter.requests += 1
+    try:
+        return await handler(request)
+    finally:
+        counter.requests -= 1
 
 
 @web.middleware
@@ -123,9 +164,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     return await _openai(request, openai_api.parse_chat)
 
 
-async def _openai(
-    request: web.Request, parse: Callable[[dict[str, Any], str, int], openai_api.OpenAIRequest]
-) -> web.StreamResponse:
+async def _openai(request: web.Request, parse: Callable[[dict[str, Any], str, int], openai_api.OpenAIRequest]) -> web.StreamResponse:
     engine = request.app[ENGINE]
     body = openai_api.load_json(await request.read())
     req = parse(body, engine.config.model, engine.config.context_length)
@@ -229,8 +268,13 @@ async def _cut(request: web.Request) -> None:
     transport.abort()
 
 
-def _admit(engine: Engine, req: EngineRequest, prefill: bool, preloaded: engine_api.KvHandle | None = None,
-           transfer: groundtruth.TransferRecord | None = None) -> Seq:
+def _admit(
+    engine: Engine,
+    req: EngineRequest,
+    prefill: bool,
+    preloaded: engine_api.KvHandle | None = None,
+    transfer: groundtruth.TransferRecord | None = None,
+) -> Seq:
     record = engine.new_record(req)
     record.transfer = transfer
     try:

@@ -50,6 +50,13 @@ GANG_REPLICA_SCALING: Final = "GangReplicaScaling"
 NETWORK_TOPOLOGY_HARD: Final = "NetworkTopologyHard"
 NETWORK_TOPOLOGY_SOFT: Final = "NetworkTopologySoft"
 HYPERNODE_GENERATION: Final = "HyperNodeGeneration"
+# Core of ROLLOUT-ISOLATION (seed 001: rollouts without mixing versions, under streaming load)
+ROLLOUT_MDC_ISOLATION: Final = "RolloutMdcIsolation"
+ROLLOUT_KV_LAYOUT_ISOLATION: Final = "RolloutKvLayoutIsolation"
+ROLLOUT_RUNTIME_ISOLATION: Final = "RolloutRuntimeIsolation"
+ROLLOUT_FRONTEND: Final = "RolloutFrontend"
+ROLLOUT_PAUSE_RESUME: Final = "RolloutPauseResume"
+ROLLOUT_ROLLBACK: Final = "RolloutRollback"
 
 
 @dataclass(frozen=True)
@@ -171,5 +178,14 @@ for _feature in (
         HYPERNODE_GENERATION,
         "HyperNodes generated from zone/rack/host node labels are accepted and honoured; malformed member selectors are refused.",
     ),
+    Feature(
+        ROLLOUT_MDC_ISOLATION,
+        "A model-card change (block size) rolls without a failed request, a request preprocessed with another card, or a starved worker.",
+    ),
+    Feature(ROLLOUT_KV_LAYOUT_ISOLATION, "A KV-layout change (tensor parallel 1 -> 2) rolls with no KV transfer between layouts."),
+    Feature(ROLLOUT_RUNTIME_ISOLATION, "A runtime version change rolls with no frontend ever talking to a worker of the other version."),
+    Feature(ROLLOUT_FRONTEND, "A frontend-only change moves traffic to the new frontend as it becomes ready and drains the old one."),
+    Feature(ROLLOUT_PAUSE_RESUME, "paused: true holds every count mid-rollout; unpausing completes it."),
+    Feature(ROLLOUT_ROLLBACK, "Reverting the spec mid-rollout rolls back by the same mechanism, without a failed request."),
 ):
     register(_feature)

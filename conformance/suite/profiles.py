@@ -117,9 +117,25 @@ GANG_SCHEDULING = Profile(
     environments=frozenset({"cluster"}),
 )
 
+ROLLOUT_ISOLATION = Profile(
+    "ROLLOUT-ISOLATION",
+    core=frozenset(
+        {
+            features.ROLLOUT_MDC_ISOLATION,
+            features.ROLLOUT_KV_LAYOUT_ISOLATION,
+            features.ROLLOUT_RUNTIME_ISOLATION,
+            features.ROLLOUT_FRONTEND,
+            features.ROLLOUT_PAUSE_RESUME,
+            features.ROLLOUT_ROLLBACK,
+        }
+    ),
+    extended=frozenset(),
+    environments=frozenset({"cluster"}),
+)
+
 PROFILES: dict[str, Profile] = {
     profile.name: profile
-    for profile in (ROUTER_TOPOLOGY, PLANNER_SCALING, OPERATOR_TOPOLOGY, INFERENCESERVICE_API, GANG_SCHEDULING)
+    for profile in (ROUTER_TOPOLOGY, PLANNER_SCALING, OPERATOR_TOPOLOGY, INFERENCESERVICE_API, GANG_SCHEDULING, ROLLOUT_ISOLATION)
 }
 
 

@@ -78,6 +78,20 @@ class Timeouts:
     pods_ready_s: float = _setting(
         60.0, "s", "From applying a resource to every pod it asks for being Ready on the embedded cluster. Paces the suite; no bound."
     )
+    # ROLLOUT-ISOLATION.
+    rollout_s: float = _setting(
+        180.0,
+        "s",
+        "From changing the suite's DGD (1 frontend, 2 prefill, 2 decode) to only the final version's pods running, all Ready, "
+        "under streaming load. Paces the suite; no bound.",
+    )
+    weight_follow_s: float = _setting(
+        2.0,
+        "s",
+        "How far the traffic split may lag the ready ratio of old and new workers (seed 001 4.3.3: weights change as workers "
+        "become ready). Conformant bound: 2 s.",
+        bound=2.0,
+    )
     # GANG-SCHEDULING.
     gang_bound_s: float = _setting(
         30.0,

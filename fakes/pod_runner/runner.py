@@ -26,6 +26,12 @@ service account. These processes run on the host, so the runner hands them its o
 instead, as ``KUBECONFIG`` (a pod's own ``KUBECONFIG`` env wins). That is how a fake engine
 publishes its WorkerMetadata and the reference frontend lists them (Kubernetes discovery). It is
 the runner's identity, so no RBAC is modelled: every pod may do what the runner may.
+
+Ground truth outlives the pod: a pod's directory goes when the pod does, but the suite judges what
+its engine served afterwards (a rolling update deletes workers mid-test). So every fake-engine
+container gets ``SERVECERT_GROUNDTRUTH_FILE=<groundtruth_dir(pods_dir)>/<ns>_<name>_<uid8>.jsonl``
+(unless the pod sets it), a folder beside the pods' that the runner never deletes; a restarted
+container appends to the same file. ``fakes.groundtruth.read_json_lines`` reads the folder.
 """
 
 from __future__ import annotations
@@ -59,6 +65,8 @@ PROBE_INTERVAL_S = 0.3
 PROBE_TIMEOUT_S = 1.0
 DEFAULT_GRACE_S = 30.0
 FORCED_DELETE_GRACE_CAP_S = 5.0
+ENV_GROUNDTRUTH_FILE = "SERVECERT_GROUNDTRUTH_FILE"
+"""Where ``servecert engine serve`` appends its ground-truth records (see ``fakes.serve``)."""
 PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR", "SERVECERT_CACHE")
 """Host variables a process needs to run at all (the interpreter, its packages)."""
 log = logging.getLogger("pod_runner")
@@ -128,6 +136,11 @@ class PodWork:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+def groundtruth_dir(pods_dir: Path) -> Path:
+    """The folder of the fake engines' ground-truth files: beside ``pods_dir``, so deleting a pod's directory keeps them."""
+    return pods_dir.parent / "groundtruth"
 
 
 def is_runnable(pod: Mapping[str, Any], registry: Mapping[str, images.ImageSpec]) -> bool:
@@ -291,9 +304,16 @@ class PodRunner:
         port = podspec.container_port(container, spec.default_port, spec.port_flag, args)
         run.argv = spec.command(images.Launch(args=args, host=work.ip, port=port))
         base = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
-        run.env = {**base, "HOSTNAME": work.name, **self.identity_env(), **env}
+        run.env = {**base, "HOSTNAME": work.name, **self.identity_env(), **self.groundtruth_env(work, spec), **env}
         run.health_url = f"http://{work.ip}:{port}{podspec.readiness_path(container, spec.health_path)}"
         return run
+
+    def groundtruth_env(self, work: PodWork, spec: images.ImageSpec) -> dict[str, str]:
+        """For a fake engine: the file its ground truth goes to, named after the pod (a pod's own value wins)."""
+        if spec.image != images.FAKE_ENGINE_IMAGE:
+            return {}
+        path = groundtruth_dir(self.pods_dir) / f"{work.namespace}_{work.name}_{work.uid[:8]}.jsonl"
+        return {ENV_GROUNDTRUTH_FILE: str(path.resolve())}
 
     def identity_env(self) -> dict[str, str]:
         """The fake pods' "service account": the runner's own kubeconfig, by absolute path."""

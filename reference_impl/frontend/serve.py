@@ -6,7 +6,13 @@ Router settings come from the environment, as an operator injects them into a fr
 command line may override the mode. Discovery: ``DYN_DISCOVERY_BACKEND=kubernetes`` (with
 ``POD_NAMESPACE`` and ``KUBECONFIG``) lists WorkerMetadata objects (``kube_discovery``);
 otherwise ``--discovery-dir`` names the folder of file discovery. Prints ``url=...`` and
-``ready`` once listening.
+``ready`` once listening. ``--frontend-id`` (the id engines record in their ground truth for every
+request this frontend preprocessed) defaults to ``$POD_NAME``, so on a cluster it names the pod.
+
+Termination (SIGTERM or SIGINT), as a pod in a rolling update sees it: stop listening at once,
+close idle keep-alive connections, let requests and streams in flight finish for up to
+``--drain-seconds`` (default 20; aiohttp's ``AppRunner.cleanup`` with that ``shutdown_timeout``),
+then stop discovery and the upstream session, and exit 0. A second signal cuts what is left.
 """
 
 from __future__ import annotations
@@ -17,15 +23,18 @@ import dataclasses
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 from aiohttp import web
 
-from protocol import event_loop
+from protocol import event_loop, kube_names
 from reference_impl.frontend import app as frontend_app
 from reference_impl.frontend.discovery import Discovery, FileDiscovery
 
 EXIT_CONFIG = 2
+DEFAULT_DRAIN_SECONDS = 20.0
+MIN_GRACE_S = 0.01
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,10 +42,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8000, help="0 = any free port")
     p.add_argument("--discovery-dir", type=Path, help="folder where workers publish their metadata (file discovery)")
     p.add_argument("--router-mode", choices=["kv", "round-robin", "random"], help="overrides DYN_ROUTER_MODE")
-    p.add_argument("--frontend-id", default="frontend")
+    p.add_argument(
+        "--frontend-id",
+        default=os.environ.get(kube_names.ENV_POD_NAME) or "frontend",
+        help=f"id recorded by engines for requests sent from here (default ${kube_names.ENV_POD_NAME}, else frontend)",
+    )
+    p.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=DEFAULT_DRAIN_SECONDS,
+        help="on SIGTERM, let requests in flight finish for at most this long (0 = cut them at once)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.drain_seconds < 0:
+        print("servecert frontend serve: error: --drain-seconds must be >= 0 (0 = cut requests at once)", file=sys.stderr)
+        return EXIT_CONFIG
     try:
         config = frontend_app.FrontendConfig.from_env(dict(os.environ), args.frontend_id)
     except ValueError as exc:
@@ -66,7 +88,9 @@ def discovery_for(config: frontend_app.FrontendConfig, folder: Path | None) -> D
 
 async def _serve(args: argparse.Namespace, config: frontend_app.FrontendConfig, discovery: Discovery) -> int:
     frontend = frontend_app.Frontend(config, discovery)
-    runner = web.AppRunner(frontend_app.create_app(frontend), access_log=None, handle_signals=False, shutdown_timeout=2.0)
+    # NB: aiohttp reads a shutdown_timeout of 0 as "no limit"; 0 here means cut at once.
+    grace = max(args.drain_seconds, MIN_GRACE_S)
+    runner = web.AppRunner(frontend_app.create_app(frontend), access_log=None, handle_signals=False, shutdown_timeout=grace)
     await runner.setup()
     try:
         await web.TCPSite(runner, args.host, args.port).start()
@@ -77,9 +101,37 @@ async def _serve(args: argparse.Namespace, config: frontend_app.FrontendConfig, 
     print(f"frontend {config.frontend_id} url=http://{args.host}:{runner.addresses[0][1]}", flush=True)
     print("ready", flush=True)
     stop = asyncio.Event()
+
+    def on_signal() -> None:
+        if stop.is_set():
+            _cut_connections(runner)
+        stop.set()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal)
     await stop.wait()
+    print(
+        f"draining: {_open_connections(runner)} connection(s) open; no new ones, at most {args.drain_seconds:g} s "
+        "(a second SIGTERM cuts them)",
+        flush=True,
+    )
+    started = time.monotonic()
+    # NB: cleanup stops the listener, closes idle keep-alive connections, waits up to shutdown_timeout for
+    # every handler (a stream's ends with its last byte), cancels the rest, then runs the app's cleanup
+    # (discovery, KV feeds, the upstream session), so nothing in flight loses its upstream early.
     await runner.cleanup()
+    print(f"stopped after {time.monotonic() - started:.1f} s of draining", flush=True)
     return 0
+
+
+def _open_connections(runner: web.AppRunner) -> int:
+    return len(runner.server.connections) if runner.server is not None else 0
+
+
+def _cut_connections(runner: web.AppRunner) -> None:
+    """Second signal while draining: close every client connection now (their handlers end at their next write)."""
+    if runner.server is None:
+        return
+    for connection in runner.server.connections:
+        connection.force_close()

@@ -44,6 +44,8 @@ class Behaviour:
     """The PodGroup's ``minTaskMember`` key of a replica when it differs from the pods' task-spec (None: ``task_key``)."""
     scheduler_name: str = "volcano"
     """The scheduler of gang-scheduled pods (unless the InferenceService names one)."""
+    isolate_rollouts: bool = True
+    """Seed 001 4.1.2: each worker revision in its own dynamo namespace; False rolls in place in one (broken)."""
 
 
 REFERENCE = Behaviour()

@@ -2,10 +2,17 @@
 
 Data flow: ``desired_pods(dgd, levels)`` takes the DGD object (as the API returns it) and the
 domains of its ClusterTopology (or ``None`` when no frontend sets ``kvCacheTransferTopology``)
-and returns complete pod manifests, named ``<dgd>-<component>-<index>`` so that a restarted
-operator recomputes the same names and never creates duplicates. What each pod gets (seed 000):
+and returns complete pod manifests of the spec's revision. A revision is a hash of templates
+(``revisions``): the workers' (every non-frontend component: image, args, env, resources, plus
+the topology settings they are given) and the frontend's. Seed 001 4.1.2: each worker revision
+lives in its own dynamo namespace, ``<k8s namespace>-<dgd>-<workers[:6]>``, so old and new
+workers never discover each other and each has its own frontend. Pods are named
+``<dgd>-<component>-<workers[:6]>-<index>`` (frontends ``...-<workers[:6]>-<frontend[:4]>-<index>``)
+so that a restarted operator recomputes the same names and never creates duplicates, and two
+revisions never collide; their labels carry both revisions (``rollout`` reads them back). What
+each pod gets (seed 000):
 
-* every pod: ``DYN_NAMESPACE`` (``<k8s namespace>-<dgd>``), Kubernetes discovery
+* every pod: ``DYN_NAMESPACE`` (its revision's dynamo namespace), Kubernetes discovery
   (``DYN_DISCOVERY_BACKEND=kubernetes`` and the pod's name, namespace and uid from the Downward
   API), the owner reference to the DGD (so deleting it removes everything);
 * frontend pods with ``kvCacheTransferTopology``: the router's level and mismatch policy env;
@@ -19,6 +26,8 @@ Without ``kvCacheTransferTopology`` nothing topology-related is added (backward 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +39,17 @@ FRONTEND = "frontend"
 WORKER_TYPES = frozenset({"prefill", "decode", "worker"})
 CONTAINER = "main"
 SPEC_HASH_ANNOTATION = "servecert.io/component-spec"
+WORKERS_REVISION_LABEL = "servecert.io/workers-revision"
+FRONTEND_REVISION_LABEL = "servecert.io/frontend-revision"
+PROXY = "proxy"
+PROXY_PORT = 8000
+FRONTEND_PORT = 8000
+"""Where frontends listen (the pod runner's default port for the frontend image)."""
+PROXY_ADMIN_PORT = 8404
+PROXY_SLOTS = 8
+TERMINATION_GRACE_S = 30
+"""Engines and frontends finish the streams in flight before they exit (up to 20 s); kubelet waits this long."""
+TEMPLATE_KEYS = ("name", "type", "image", "args", "env", "resources", "kvCacheTransferTopology")
 
 
 @dataclass(frozen=True)
@@ -38,11 +58,45 @@ class Images:
 
     frontend: str = "servecert/frontend"
     worker: str = "servecert/fake-engine"
+    proxy: str = "servecert/traffic-proxy"
 
 
-def dynamo_namespace(dgd: Mapping[str, Any]) -> str:
+@dataclass(frozen=True)
+class Revisions:
+    """The template hashes of a DGD's workers and of its frontend (10 hex digits each)."""
+
+    workers: str
+    frontend: str
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:10]
+
+
+def _template(component: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: component.get(key) for key in TEMPLATE_KEYS}
+
+
+def revisions(dgd: Mapping[str, Any]) -> Revisions:
+    """Replicas and rolloutStrategy are not part of a template: changing them rolls nothing."""
+    workers = [_template(c) for c in components(dgd) if c.get("type") != FRONTEND]
+    frontends = [_template(c) for c in components(dgd) if c.get("type") == FRONTEND]
+    topology = {"constraint": (dgd.get("spec") or {}).get("topologyConstraint"), "transfer": transfer_topology(dgd)}
+    return Revisions(_digest([workers, topology]), _digest(frontends))
+
+
+def dynamo_namespace(dgd: Mapping[str, Any], workers_revision: str | None = None, isolate: bool = True) -> str:
+    """The dynamo namespace of one worker revision (the spec's when None); ``isolate=False``: one for all (broken)."""
     meta = dgd["metadata"]
-    return f"{meta['namespace']}-{meta['name']}"
+    if not isolate:
+        return f"{meta['namespace']}-{meta['name']}"
+    rev = workers_revision or revisions(dgd).workers
+    return f"{meta['namespace']}-{meta['name']}-{rev[:6]}"
+
+
+def pod_revisions(pod: Mapping[str, Any]) -> Revisions:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return Revisions(str(labels.get(WORKERS_REVISION_LABEL, "")), str(labels.get(FRONTEND_REVISION_LABEL, "")))
 
 
 def transfer_topology(dgd: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -63,18 +117,52 @@ def components(dgd: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list((dgd.get("spec") or {}).get("components") or [])
 
 
-def pod_name(dgd_name: str, component: str, index: int) -> str:
-    return f"{dgd_name}-{component}-{index}"
+def pod_name(dgd_name: str, component: Mapping[str, Any], revs: Revisions, index: int) -> str:
+    tag = revs.workers[:6] if component.get("type") != FRONTEND else f"{revs.workers[:6]}-{revs.frontend[:4]}"
+    return f"{dgd_name}-{component['name']}-{tag}-{index}"
 
 
-def desired_pods(dgd: Mapping[str, Any], levels: Sequence[str] | None, images: Images = Images()) -> dict[str, dict[str, Any]]:
-    """name -> pod manifest for every replica of every component."""
+def desired_pods(
+    dgd: Mapping[str, Any],
+    levels: Sequence[str] | None,
+    images: Images = Images(),
+    counts: Mapping[str, int] | None = None,
+    isolate: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """name -> pod manifest for every replica of every component of the spec's revision (``counts`` overrides replicas)."""
     pods: dict[str, dict[str, Any]] = {}
     for component in components(dgd):
-        for index in range(int(component.get("replicas", 1))):
-            pod = component_pod(dgd, component, index, levels, images)
+        wanted = replicas(component) if counts is None else counts.get(str(component["name"]), replicas(component))
+        for index in range(wanted):
+            pod = component_pod(dgd, component, index, levels, images, isolate)
             pods[pod["metadata"]["name"]] = pod
     return pods
+
+
+def replicas(component: Mapping[str, Any]) -> int:
+    return int(component.get("replicas", 1))
+
+
+def proxy_pod(dgd: Mapping[str, Any], images: Images) -> dict[str, Any]:
+    """Seed 001 4.3.3: the DGD's stable address, HAProxy with empty slots the operator fills with frontends."""
+    meta = dgd["metadata"]
+    container = {
+        "name": CONTAINER,
+        "image": images.proxy,
+        "args": ["--admin-port", str(PROXY_ADMIN_PORT), "--slots", str(PROXY_SLOTS)],
+        "ports": [{"name": "http", "containerPort": PROXY_PORT}, {"name": "admin", "containerPort": PROXY_ADMIN_PORT}],
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{meta['name']}-{PROXY}",
+            "namespace": meta["namespace"],
+            "labels": {kn.DGD_NAME_LABEL: meta["name"], kn.COMPONENT_LABEL: PROXY, kn.COMPONENT_TYPE_LABEL: PROXY},
+            "ownerReferences": [owner_reference(dgd, f"{kn.DGD_GROUP}/{kn.DGD_VERSION}", kn.DGD_KIND)],
+        },
+        "spec": {"containers": [container], "restartPolicy": "Always", "terminationGracePeriodSeconds": 5},
+    }
 
 
 def owner_reference(obj: Mapping[str, Any], api_version: str, kind: str) -> dict[str, Any]:
@@ -83,12 +171,19 @@ def owner_reference(obj: Mapping[str, Any], api_version: str, kind: str) -> dict
 
 
 def component_pod(
-    dgd: Mapping[str, Any], component: Mapping[str, Any], index: int, levels: Sequence[str] | None, images: Images
+    dgd: Mapping[str, Any],
+    component: Mapping[str, Any],
+    index: int,
+    levels: Sequence[str] | None,
+    images: Images,
+    isolate: bool = True,
 ) -> dict[str, Any]:
     meta = dgd["metadata"]
     ctype = str(component["type"])
+    revs = revisions(dgd)
+    dyn_ns = dynamo_namespace(dgd, revs.workers, isolate)
     topo = transfer_topology(dgd) if levels is not None else None
-    env = _base_env(dynamo_namespace(dgd))
+    env = _base_env(dyn_ns)
     annotations: dict[str, str] = {}
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
@@ -111,18 +206,25 @@ def component_pod(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": pod_name(meta["name"], component["name"], index),
+            "name": pod_name(meta["name"], component, revs, index),
             "namespace": meta["namespace"],
             "labels": {
-                kn.DYNAMO_NAMESPACE_LABEL: dynamo_namespace(dgd),
+                kn.DYNAMO_NAMESPACE_LABEL: dyn_ns,
                 kn.DGD_NAME_LABEL: meta["name"],
                 kn.COMPONENT_LABEL: str(component["name"]),
                 kn.COMPONENT_TYPE_LABEL: ctype,
+                WORKERS_REVISION_LABEL: revs.workers,
+                **({FRONTEND_REVISION_LABEL: revs.frontend} if ctype == FRONTEND else {}),
             },
             "annotations": annotations,
             "ownerReferences": [owner_reference(dgd, f"{kn.DGD_GROUP}/{kn.DGD_VERSION}", kn.DGD_KIND)],
         },
-        "spec": {"containers": [container], "volumes": volumes, "restartPolicy": "Always", "terminationGracePeriodSeconds": 5},
+        "spec": {
+            "containers": [container],
+            "volumes": volumes,
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": TERMINATION_GRACE_S,
+        },
     }
 
 

@@ -4,8 +4,8 @@ Reads: its resources (watch), pods (watch, to inject topology and count readines
 the injector's source of truth; list only for the broken before-binding variant), ClusterTopology
 (get), the ClusterTopology CRD (get: "Grove installed?"), namespaces (list/watch: kopf resolves
 the namespace glob). Writes: pods (create, delete, patch labels), PodGroups, the status
-subresources. Nothing else: no secrets, no events, no webhook configurations (the installer,
-with admin rights, registers the webhook).
+subresources, Events (create only: one per rollout step). Nothing else: no secrets, no webhook
+configurations (the installer, with admin rights, registers the webhook).
 """
 
 from __future__ import annotations
@@ -30,5 +30,6 @@ def cluster_role(name: str) -> dict[str, Any]:
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
         {"apiGroups": [kn.PG_GROUP], "resources": [kn.PG_PLURAL], "verbs": ["get", "create", "update"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     ]
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules}

@@ -9,8 +9,10 @@ orphans. kopf calls them on create/update/resume and on a timer.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +21,9 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from protocol import kube_names as kn
-from reference_impl.operator import dgd_pods, inference_service, topology_injection
+from reference_impl.operator import dgd_pods, dgd_rollout, events, inference_service, proxy_weights, rollout_plan, topology_injection
 from reference_impl.operator.behaviour import REFERENCE, Behaviour, bound_node
+from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
 
 log = logging.getLogger("servecert.operator")
 TIMEOUT_S = 10
@@ -89,6 +92,8 @@ class Reconciler:
         try:
             self.core.create_namespaced_pod(namespace, pod, _request_timeout=TIMEOUT_S)
         except ApiException as exc:
+            if exc.status == 403 and "being terminated" in str(exc.body):
+                return  # NB: the namespace is going; its DGD will be gone in a moment, nothing to create
             if exc.status != 409:
                 raise
             return
@@ -104,17 +109,72 @@ class Reconciler:
 
     # -- DynamoGraphDeployment -------------------------------------------------------------
     def reconcile_dgd(self, dgd: Mapping[str, Any]) -> None:
+        """Pods of the spec's revision, a rollout step when others exist, the proxy's weights, status (``dgd_rollout``)."""
         meta = dgd["metadata"]
         if meta.get("deletionTimestamp"):
             return
+        if not any(c.get("type") == dgd_pods.FRONTEND for c in dgd_pods.components(dgd)):
+            self._patch_status(kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL, meta, _shared_frontend_status(dgd))
+            return
         levels = self._dgd_levels(dgd) if self.behaviour.topology_env else None
-        desired = dgd_pods.desired_pods(dgd, levels, self.images)
         existing = self._owned_pods(meta["namespace"], f"{kn.DGD_NAME_LABEL}={meta['name']}", meta["uid"])
-        self._sync_pods(meta["namespace"], desired, existing)
+        proxy = next((p for p in existing if p["metadata"]["name"] == dgd_pods.proxy_pod(dgd, self.images)["metadata"]["name"]), None)
+        if proxy is None:
+            self._create_pod(meta["namespace"], dgd_pods.proxy_pod(dgd, self.images))
+        plan = dgd_rollout.plan(dgd, [p for p in existing if p is not proxy], levels, self.images, self.behaviour.isolate_rollouts)
+        # NB: weights first: they already leave out the workers this step deletes, so no frontend keeps traffic for them.
+        proxy_note = self._sync_proxy(dgd, proxy, existing, plan)
+        for pod in plan.create:
+            self._create_pod(meta["namespace"], pod)
+        for name in plan.delete:
+            log.info("deleting pod %s/%s: %s", meta["namespace"], name, plan.status["reason"])
+            self._ignore(404, self.core.delete_namespaced_pod, name, meta["namespace"])
         for pod in existing:  # NB: pod events have no retries; the resync catches an injection that failed
             if levels is not None and set(levels) - set(topology_injection.labelled_domains(pod)):
                 self.inject_topology(pod)
-        self._patch_status(kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL, meta, self._dgd_status(dgd, existing))
+        status = self._dgd_status(dgd, existing, plan, proxy, proxy_note)
+        self._record_step(dgd, status)
+        self._patch_status(kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL, meta, status)
+
+    def _sync_proxy(
+        self, dgd: Mapping[str, Any], proxy: Mapping[str, Any] | None, pods: list[dict[str, Any]], plan: dgd_rollout.Plan
+    ) -> str:
+        """Weights and drains through HAProxy's runtime API; deletes drained frontends whose streams ended. Returns a note."""
+        ip = ((proxy or {}).get("status") or {}).get("podIP")
+        if proxy is None or not ip or not inference_service.pod_ready(proxy):
+            return "the traffic proxy is not ready yet"
+        views = {v.name: v for v in (dgd_rollout.view(p) for p in pods)}
+        frontends = {n: proxy_weights.Frontend(n, v.ip, dgd_pods.FRONTEND_PORT) for n, v in views.items() if v.is_frontend and v.ip}
+        api = RuntimeApi(ip, dgd_pods.PROXY_ADMIN_PORT)
+        try:
+            open_streams = asyncio.run(proxy_weights.sync(api, frontends, plan.weights, set(plan.drain)))
+        except (OSError, TimeoutError, RuntimeApiError, RuntimeError) as exc:
+            return f"the traffic proxy did not take the weights: {exc}"
+        now = time.time()
+        ns = dgd["metadata"]["namespace"]
+        for name in plan.drain:
+            since = views[name].draining_since
+            if since is None:
+                patch = {"metadata": {"annotations": {dgd_rollout.DRAINING_ANNOTATION: f"{now:.3f}"}}}
+                self._ignore(404, self.core.patch_namespaced_pod, name, ns, patch)
+                continue
+            idle = now - since >= dgd_rollout.DRAIN_SETTLE_S and open_streams.get(name, 0) == 0
+            if idle or now - since >= dgd_rollout.DRAIN_GRACE_S:
+                log.info("deleting drained frontend %s/%s (%s)", ns, name, "no stream left" if idle else "grace period over")
+                self._ignore(404, self.core.delete_namespaced_pod, name, ns)
+        return "weights applied"
+
+    def _record_step(self, dgd: Mapping[str, Any], status: dict[str, Any]) -> None:
+        """An Event per rollout step: whenever phase, counts, weights or draining frontends differ from the last status."""
+        rollout = status["rollout"]
+        previous = (dgd.get("status") or {}).get("rollout") or {}
+        if all(previous.get(k) == rollout.get(k) for k in ("phase", "old", "new", "weights", "draining")):
+            return
+        message = (
+            f"{rollout['phase']}: {rollout['reason']}; old {rollout['old']} new {rollout['new']} "
+            f"weights {rollout['weights']} draining {rollout['draining']}"
+        )
+        events.post(self.core, dgd, "RolloutStep", message[:1000])
 
     def _dgd_levels(self, dgd: Mapping[str, Any]) -> list[str] | None:
         if dgd_pods.transfer_topology(dgd) is None:
@@ -126,19 +186,40 @@ class Reconciler:
         return domains
 
     @staticmethod
-    def _dgd_status(dgd: Mapping[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
+    def _dgd_status(
+        dgd: Mapping[str, Any], pods: list[dict[str, Any]], plan: dgd_rollout.Plan, proxy: Mapping[str, Any] | None, proxy_note: str
+    ) -> dict[str, Any]:
+        target = dgd_pods.revisions(dgd)
         components: dict[str, Any] = {}
         for component in dgd_pods.components(dgd):
             mine = [p for p in pods if p["metadata"]["labels"].get(kn.COMPONENT_LABEL) == component["name"]]
-            ready = sum(1 for p in mine if inference_service.pod_ready(p))
-            components[component["name"]] = {"replicas": int(component.get("replicas", 1)), "readyReplicas": ready, "existing": len(mine)}
-        all_ready = all(c["readyReplicas"] == c["replicas"] for c in components.values())
-        condition = {
+            current = [p for p in mine if dgd_pods.pod_revisions(p).workers == target.workers]
+            ready = sum(1 for p in current if inference_service.pod_ready(p))
+            components[component["name"]] = {"replicas": dgd_pods.replicas(component), "readyReplicas": ready, "existing": len(mine)}
+        all_ready = all(c["readyReplicas"] >= c["replicas"] for c in components.values())
+        rollout = {**plan.status, "proxy": proxy_note}
+        phase = rollout["phase"]
+        ready_condition = {
             "type": "Ready",
             "status": "True" if all_ready else "False",
             "reason": "ComponentsReady" if all_ready else "Progressing",
         }
-        return {"observedGeneration": dgd["metadata"].get("generation", 1), "components": components, "conditions": [condition]}
+        progressing = {
+            "type": "Progressing",
+            "status": "False" if phase == rollout_plan.COMPLETE else "True",
+            "reason": phase,
+            "message": rollout["reason"],
+        }
+        ip = ((proxy or {}).get("status") or {}).get("podIP")
+        status = {
+            "observedGeneration": dgd["metadata"].get("generation", 1),
+            "components": components,
+            "conditions": [ready_condition, progressing],
+            "rollout": rollout,
+        }
+        if ip:
+            status["address"] = f"http://{ip}:{dgd_pods.PROXY_PORT}"
+        return status
 
     # -- InferenceService ------------------------------------------------------------------
     def reconcile_inference_service(self, isvc: Mapping[str, Any]) -> None:
@@ -217,3 +298,15 @@ class Reconciler:
 def _as_ready(pod: dict[str, Any]) -> dict[str, Any]:
     """What an optimistic status believes: every pod that exists is Ready (the broken variant)."""
     return {**pod, "status": {**(pod.get("status") or {}), "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def _shared_frontend_status(dgd: Mapping[str, Any]) -> dict[str, Any]:
+    """Seed 001 4.2 decides: no shared frontend. A DGD of workers only is refused, and says why."""
+    condition = {
+        "type": "Ready",
+        "status": "False",
+        "reason": "SharedFrontendUnsupported",
+        "message": "this DGD has no frontend component: the shared-frontend pattern (seed 001 4.2) cannot be rolled out "
+        "without mixing versions and is not supported; add a component of type frontend to the DGD",
+    }
+    return {"observedGeneration": dgd["metadata"].get("generation", 1), "conditions": [condition]}

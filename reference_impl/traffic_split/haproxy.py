@@ -13,6 +13,10 @@ Why slots and the runtime API: the frontends' addresses are known only once thei
 weights change as workers become ready; the runtime API changes both without a reload, so no
 stream in flight is cut (seed 001 4.3.3). Timeouts are long because an SSE completion stream may
 last minutes; ``option http-server-close`` is not set, so each stream keeps its connection.
+A request a frontend answers 404 or 503 before streaming (a frontend that has just lost its last
+worker, or not yet discovered its first) or whose connection fails is tried again on another
+frontend (``retry-on``, ``option redispatch``): a weight change is never quite simultaneous with
+what the frontends see.
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ frontend dgd
 
 backend {BACKEND}
     balance roundrobin
+    retry-on conn-failure empty-response 404 503
+    retries 2
+    option redispatch 1
     server-template {SLOT_PREFIX} 1-{slots} 127.0.0.1:1 disabled init-addr none weight 0
 """
 

@@ -33,7 +33,8 @@ class RuntimeApi:
     host: str
     port: int
 
-    async def command(self, line: str) -> str:
+    async def command(self, line: str, check: bool = True) -> str:
+        """Send one command; ``check=False`` for listings whose column names would read as refusals."""
         reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), TIMEOUT_S)
         try:
             writer.write(line.encode() + b"\n")
@@ -42,7 +43,7 @@ class RuntimeApi:
         finally:
             writer.close()
         lowered = answer.lower()
-        if any(word in lowered for word in ("unknown command", "no such", "require", "invalid", "not found", "error")):
+        if check and any(word in lowered for word in ("unknown command", "no such", "require", "invalid", "not found", "error")):
             raise RuntimeApiError(f"HAProxy refused {line!r}: {answer.strip()}")
         return answer
 
@@ -74,4 +75,21 @@ class RuntimeApi:
                 continue
             # be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight ... srv_port(18)
             out[fields[3]] = Server(fields[3], fields[4], int(fields[18]), int(fields[7]), fields[5] == "2", int(fields[6]))
+        return out
+
+    async def sessions(self) -> dict[str, int]:
+        """Current sessions (streams in flight) per slot, from ``show stat``'s ``scur`` column."""
+        answer = await self.command("show stat", check=False)
+        header: list[str] = []
+        out: dict[str, int] = {}
+        for line in answer.splitlines():
+            if line.startswith("# "):
+                header = line[2:].split(",")
+                continue
+            fields = line.split(",")
+            if not header or len(fields) < len(header) or fields[0] != BACKEND:
+                continue
+            row = dict(zip(header, fields, strict=False))
+            if row.get("svname") not in ("BACKEND", "FRONTEND") and row.get("scur", "").isdigit():
+                out[row["svname"]] = int(row["scur"])
         return out

@@ -302,7 +302,7 @@ def _accepted_router(doc: dict[str, Any]) -> None:
 def _accepted_fallback(doc: dict[str, Any]) -> None:
     doc["spec"]["components"][0]["kvCacheTransferTopology"]["mismatchPolicy"] = "fallback"
     doc["spec"]["components"][1]["env"] = [{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
-    doc["spec"]["components"][1]["rolloutStrategy"] = {"maxSurge": "25%", "maxUnavailable": 0, "paused": False}
+    doc["spec"]["rolloutStrategy"] = {"maxSurge": "25%", "maxUnavailable": 0, "paused": False}
 
 
 @pytest.mark.cluster

@@ -73,6 +73,16 @@ class UnusableLookup:
         raise AssertionError(f"domains({name!r}) called for a DGD without kvCacheTransferTopology")
 
 
+def short_named(pods: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``<dgd>-<component>-<index>``: the pods keyed without their revision tag (tested once, below)."""
+    out = {}
+    for pod in pods.values():
+        labels = pod["metadata"]["labels"]
+        index = pod["metadata"]["name"].rsplit("-", 1)[1]
+        out[f"{labels[kn.DGD_NAME_LABEL]}-{labels[kn.COMPONENT_LABEL]}-{index}"] = pod
+    return out
+
+
 def env_of(pod: dict[str, Any]) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = pod["spec"]["containers"][0]["env"]
     return env
@@ -287,19 +297,24 @@ def test_service_without_roles_is_refused(spec: dict[str, Any] | None) -> None:
 
 
 def test_one_pod_per_component_replica_named_dgd_component_index() -> None:
-    pods = dgd_pods.desired_pods(dgd(), DOMAINS)
+    pods = short_named(dgd_pods.desired_pods(dgd(), DOMAINS))
     expected = (
         [f"my-llm-disagg-frontend-{i}" for i in range(4)]
         + [f"my-llm-disagg-prefill-worker-{i}" for i in range(8)]
         + [f"my-llm-disagg-decode-worker-{i}" for i in range(8)]
     )
     assert list(pods) == expected
-    assert [p["metadata"]["name"] for p in pods.values()] == expected
+    revs = dgd_pods.revisions(dgd())
+    tags = {"frontend": f"{revs.workers[:6]}-{revs.frontend[:4]}"}
+    names = [p["metadata"]["name"] for p in pods.values()]
+    assert names == [
+        f"my-llm-disagg-{c}-{tags.get(c, revs.workers[:6])}-{i}" for n in expected for c, i in [n[len("my-llm-disagg-") :].rsplit("-", 1)]
+    ]
     assert {p["metadata"]["namespace"] for p in pods.values()} == {NS}
 
 
 def test_component_without_replicas_gets_one_pod() -> None:
-    pods = dgd_pods.desired_pods(dgd("dgd-with-weight"), DOMAINS)
+    pods = short_named(dgd_pods.desired_pods(dgd("dgd-with-weight"), DOMAINS))
     assert [name for name in pods if "frontend" in name] == ["my-llm-disagg-weighted-frontend-0"]
 
 
@@ -308,17 +323,20 @@ def test_component_without_replicas_gets_one_pod() -> None:
     [("my-llm-disagg-frontend-3", "frontend", "frontend"), ("my-llm-disagg-decode-worker-7", "decode-worker", "decode")],
 )
 def test_pod_labels_name_the_dgd_and_component(name: str, component: str, ctype: str) -> None:
-    pod = dgd_pods.desired_pods(dgd(), DOMAINS)[name]
+    pod = short_named(dgd_pods.desired_pods(dgd(), DOMAINS))[name]
+    revs = dgd_pods.revisions(dgd())
     assert pod["metadata"]["labels"] == {
-        "nvidia.com/dynamo-namespace": f"{NS}-my-llm-disagg",
+        "nvidia.com/dynamo-namespace": f"{NS}-my-llm-disagg-{revs.workers[:6]}",
         "nvidia.com/dynamo-graph-deployment-name": "my-llm-disagg",
         "nvidia.com/dynamo-component": component,
         "nvidia.com/dynamo-component-type": ctype,
+        "servecert.io/workers-revision": revs.workers,
+        **({"servecert.io/frontend-revision": revs.frontend} if ctype == "frontend" else {}),
     }
 
 
 def test_every_pod_is_owned_by_the_dgd() -> None:
-    for pod in dgd_pods.desired_pods(dgd(), DOMAINS).values():
+    for pod in short_named(dgd_pods.desired_pods(dgd(), DOMAINS)).values():
         assert pod["metadata"]["ownerReferences"] == [
             {
                 "apiVersion": "nvidia.com/v1beta1",
@@ -332,9 +350,9 @@ def test_every_pod_is_owned_by_the_dgd() -> None:
 
 @pytest.mark.parametrize("levels", [DOMAINS, None])
 def test_every_pod_gets_dynamo_namespace_and_downward_api_identity(levels: list[str] | None) -> None:
-    for pod in dgd_pods.desired_pods(dgd(), levels).values():
+    for pod in short_named(dgd_pods.desired_pods(dgd(), levels)).values():
         assert env_of(pod)[:5] == [
-            {"name": "DYN_NAMESPACE", "value": f"{NS}-my-llm-disagg"},
+            {"name": "DYN_NAMESPACE", "value": f"{NS}-my-llm-disagg-{dgd_pods.revisions(dgd()).workers[:6]}"},
             {"name": "DYN_DISCOVERY_BACKEND", "value": "kubernetes"},
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
@@ -343,7 +361,7 @@ def test_every_pod_gets_dynamo_namespace_and_downward_api_identity(levels: list[
 
 
 def test_frontend_gets_router_level_and_policy_and_nothing_worker_side() -> None:
-    pod = dgd_pods.desired_pods(dgd(), DOMAINS)["my-llm-disagg-frontend-0"]
+    pod = short_named(dgd_pods.desired_pods(dgd(), DOMAINS))["my-llm-disagg-frontend-0"]
     assert env_of(pod)[5:] == [
         {"name": "DYN_ROUTER_KV_TRANSFER_TOPOLOGY_LEVEL", "value": "zone"},
         {"name": "DYN_ROUTER_KV_TRANSFER_MISMATCH_POLICY", "value": "fail"},
@@ -360,13 +378,13 @@ def test_frontend_mismatch_policy_defaults_to_fail(policy: str | None, expected:
     del topo["mismatchPolicy"]
     if policy is not None:
         topo["mismatchPolicy"] = policy
-    pod = dgd_pods.desired_pods(obj, DOMAINS)["my-llm-disagg-frontend-0"]
+    pod = short_named(dgd_pods.desired_pods(obj, DOMAINS))["my-llm-disagg-frontend-0"]
     assert env_values(pod)["DYN_ROUTER_KV_TRANSFER_MISMATCH_POLICY"] == expected
 
 
 @pytest.mark.parametrize("name", ["my-llm-disagg-prefill-worker-0", "my-llm-disagg-decode-worker-7"])
 def test_workers_get_topology_env_volume_mount_and_annotation(name: str) -> None:
-    pod = dgd_pods.desired_pods(dgd(), DOMAINS)[name]
+    pod = short_named(dgd_pods.desired_pods(dgd(), DOMAINS))[name]
     assert env_of(pod)[5:] == [
         {"name": "DYN_TOPOLOGY_ENABLED", "value": "true"},
         {"name": "DYN_ROUTER_KV_TRANSFER_TOPOLOGY_LEVEL", "value": "zone"},
@@ -390,7 +408,7 @@ def test_workers_get_topology_env_volume_mount_and_annotation(name: str) -> None
 def test_worker_type_worker_is_treated_like_prefill_and_decode() -> None:
     obj = dgd()
     obj["spec"]["components"][1]["type"] = "worker"
-    pod = dgd_pods.desired_pods(obj, ["block"])["my-llm-disagg-prefill-worker-0"]
+    pod = short_named(dgd_pods.desired_pods(obj, ["block"]))["my-llm-disagg-prefill-worker-0"]
     assert env_values(pod)["DYN_TOPOLOGY_ENABLED"] == "true"
     assert pod["spec"]["volumes"][0]["downwardAPI"]["items"] == [
         {"path": "block", "fieldRef": {"fieldPath": "metadata.labels['grove.io/topology.block']"}}
@@ -408,14 +426,14 @@ def _assert_nothing_topology_related(pods: dict[str, dict[str, Any]]) -> None:
 
 
 def test_without_levels_nothing_topology_related_is_added() -> None:
-    _assert_nothing_topology_related(dgd_pods.desired_pods(dgd(), None))
+    _assert_nothing_topology_related(short_named(dgd_pods.desired_pods(dgd(), None)))
 
 
 def test_without_transfer_topology_nothing_topology_related_is_added() -> None:
     obj = dgd()
     del obj["spec"]["components"][0]["kvCacheTransferTopology"]
     assert dgd_pods.transfer_topology(obj) is None
-    _assert_nothing_topology_related(dgd_pods.desired_pods(obj, DOMAINS))
+    _assert_nothing_topology_related(short_named(dgd_pods.desired_pods(obj, DOMAINS)))
 
 
 @pytest.mark.parametrize(
@@ -432,13 +450,14 @@ def test_user_env_cannot_override_the_operators_variables(name: str, index: int)
         {"name": "DYN_ROUTER_KV_TRANSFER_MISMATCH_POLICY", "value": "fallback"},
         {"name": "DYN_TOPOLOGY_ENABLED", "value": "false"},
     ]
-    pod = dgd_pods.desired_pods(obj, DOMAINS)[name]
+    pod = short_named(dgd_pods.desired_pods(obj, DOMAINS))[name]
     env = env_of(pod)
     assert env[0] == {"name": "USER_SETTING", "value": "42"}
     names = [e["name"] for e in env]
     assert len(names) == len(set(names))
     values = env_values(pod)
-    assert values["DYN_NAMESPACE"] == f"{NS}-my-llm-disagg"
+    assert values["DYN_NAMESPACE"] == dgd_pods.dynamo_namespace(obj)
+    assert values["DYN_NAMESPACE"].startswith(f"{NS}-my-llm-disagg-")
     assert values["DYN_ROUTER_KV_TRANSFER_TOPOLOGY_LEVEL"] == "zone"
     assert "POD_NAME" not in values
     if index == 0:
@@ -450,12 +469,12 @@ def test_user_env_cannot_override_the_operators_variables(name: str, index: int)
 def test_user_env_is_kept_when_no_operator_variable_clashes() -> None:
     obj = dgd()
     obj["spec"]["components"][0]["env"] = [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
-    pod = dgd_pods.desired_pods(obj, None)["my-llm-disagg-frontend-0"]
+    pod = short_named(dgd_pods.desired_pods(obj, None))["my-llm-disagg-frontend-0"]
     assert [e["name"] for e in env_of(pod)] == ["A", "B", "DYN_NAMESPACE", "DYN_DISCOVERY_BACKEND", "POD_NAME", "POD_NAMESPACE", "POD_UID"]
 
 
 def test_default_images_per_component_type() -> None:
-    pods = dgd_pods.desired_pods(dgd(), DOMAINS)
+    pods = short_named(dgd_pods.desired_pods(dgd(), DOMAINS))
     images = {name: pod["spec"]["containers"][0]["image"] for name, pod in pods.items()}
     assert images["my-llm-disagg-frontend-0"] == "servecert/frontend"
     assert images["my-llm-disagg-prefill-worker-0"] == "servecert/fake-engine"
@@ -465,7 +484,7 @@ def test_default_images_per_component_type() -> None:
 def test_images_can_be_replaced_and_a_component_image_wins() -> None:
     obj = dgd()
     obj["spec"]["components"][2]["image"] = "vllm/vllm-openai:v0.11.0"
-    pods = dgd_pods.desired_pods(obj, DOMAINS, dgd_pods.Images(frontend="fe:1", worker="engine:1"))
+    pods = short_named(dgd_pods.desired_pods(obj, DOMAINS, dgd_pods.Images(frontend="fe:1", worker="engine:1")))
     assert pods["my-llm-disagg-frontend-0"]["spec"]["containers"][0]["image"] == "fe:1"
     assert pods["my-llm-disagg-prefill-worker-0"]["spec"]["containers"][0]["image"] == "engine:1"
     assert pods["my-llm-disagg-decode-worker-0"]["spec"]["containers"][0]["image"] == "vllm/vllm-openai:v0.11.0"
@@ -888,7 +907,7 @@ def test_wants_injection_reads_the_cluster_topology_annotation(pod: dict[str, An
 
 
 def test_dgd_workers_ask_for_injection_and_the_frontend_does_not() -> None:
-    pods = dgd_pods.desired_pods(dgd(), DOMAINS)
+    pods = short_named(dgd_pods.desired_pods(dgd(), DOMAINS))
     assert topology_injection.wants_injection(pods["my-llm-disagg-prefill-worker-0"]) == CT_NAME
     assert topology_injection.wants_injection(pods["my-llm-disagg-frontend-0"]) is None
 

@@ -58,7 +58,7 @@ def test_a_core_skip_also_means_exit_status_1(tmp_path: Path) -> None:
         (
             ["--profile=NOPE"],
             "no profile named 'NOPE'; known profiles: "
-            "GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROUTER-TOPOLOGY",
+            "GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROLLOUT-ISOLATION, ROUTER-TOPOLOGY",
         ),
         (
             ["--env=cluster", "--profile=ROUTER-TOPOLOGY"],

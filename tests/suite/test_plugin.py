@@ -95,7 +95,7 @@ def test_the_collector_module_without_an_implementation_says_what_is_missing(pyt
         (
             ["--implementation=tests.suite.sample_adapter:FULL", "--profile=NOPE"],
             "ERROR: no profile named 'NOPE'; known profiles: "
-            "GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROUTER-TOPOLOGY*",
+            "GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROLLOUT-ISOLATION, ROUTER-TOPOLOGY*",
         ),
         (
             ["--implementation=tests.suite.sample_adapter:FULL", "--env=cluster", "--profile=ROUTER-TOPOLOGY"],

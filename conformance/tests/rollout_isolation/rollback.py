@@ -1,0 +1,32 @@
+"""Seed 001 4.1.3: reverting the spec mid-rollout rolls back by the same mechanism."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from conformance import rollout_checks as rc
+from conformance.suite import features
+from conformance.suite.test_case import ConformanceTest, TestContext
+from fixtures.cluster_env import ClusterEnvironment
+
+
+async def revert(env: ClusterEnvironment, changed: dict[str, Any]) -> None:
+    await rc.patch_spec(env, rc.base_dgd())
+
+
+async def check(ctx: TestContext) -> None:
+    evidence = await rc.run(ctx, dataclasses.replace(rc.BLOCK_SIZE, mode=rc.ROLLBACK), mid_way=revert, final_new=False)
+    ctx.log.info(rc.summary(evidence))
+    rc.rollout_must_be_clean(evidence)
+
+
+TEST = ConformanceTest(
+    short_name="RolloutRollback",
+    description="A block-size rollout reverted once its first new worker is Ready ends with only the old version running; "
+    "zero failed requests, no mixed cards, capacity and the P:D ratio held throughout.",
+    features=(features.ROLLOUT_ROLLBACK,),
+    environments=frozenset({"cluster"}),
+    slow=True,
+    check=check,
+)

@@ -1,0 +1,24 @@
+"""Seed 001 3.3: a runtime version change (images 1.6.1 -> 1.7.0, protocol 1 -> 2) must never pair versions."""
+
+from __future__ import annotations
+
+from conformance import rollout_checks as rc
+from conformance.suite import features
+from conformance.suite.test_case import ConformanceTest, TestContext
+
+
+async def check(ctx: TestContext) -> None:
+    evidence = await rc.run(ctx, rc.RUNTIME)
+    ctx.log.info(rc.summary(evidence))
+    rc.rollout_must_be_clean(evidence)
+
+
+TEST = ConformanceTest(
+    short_name="RolloutRuntimeVersion",
+    description="Runtime 1.6.1 -> 1.7.0 (frontend and workers, runtime protocol 1 -> 2) under streaming load: no frontend talks"
+    " to a worker of the other version, zero failed requests, and every other rollout rule.",
+    features=(features.ROLLOUT_RUNTIME_ISOLATION,),
+    environments=frozenset({"cluster"}),
+    slow=True,
+    check=check,
+)

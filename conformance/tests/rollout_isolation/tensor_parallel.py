@@ -1,0 +1,24 @@
+"""Seed 001 3.2: tensor parallel 1 -> 2 in a disaggregated DGD changes the KV layout; no KV transfer may cross layouts."""
+
+from __future__ import annotations
+
+from conformance import rollout_checks as rc
+from conformance.suite import features
+from conformance.suite.test_case import ConformanceTest, TestContext
+
+
+async def check(ctx: TestContext) -> None:
+    evidence = await rc.run(ctx, rc.TENSOR_PARALLEL)
+    ctx.log.info(rc.summary(evidence))
+    rc.rollout_must_be_clean(evidence)
+
+
+TEST = ConformanceTest(
+    short_name="RolloutTensorParallel",
+    description="Tensor parallel 1 -> 2 (prefill and decode) under streaming load: no KV transfer between old and new layouts, "
+    "zero failed requests, and every other rollout rule.",
+    features=(features.ROLLOUT_KV_LAYOUT_ISOLATION,),
+    environments=frozenset({"cluster"}),
+    slow=True,
+    check=check,
+)

@@ -1,0 +1,296 @@
+"""A DGD's pods, sets and rollout, as one pure plan: what to create, delete, drain, and how to weight the frontends.
+
+Data flow::
+
+    the DGD (spec: components, rolloutStrategy) + the pods it owns (labels: revisions, dynamo namespace)
+        -> plan(dgd, pods, levels, images, isolate)
+             worker pods of the spec's workers revision   = the new side
+             worker pods of any other workers revision     = the old side (seed 001 4.1.2)
+             rollout_plan.next_step(Situation)             -> new/old counts for this step
+             frontend sets, one per (workers, frontend) revision: the spec's is created at once
+             (the new dynamo namespace gets its frontend first); others drain once nothing needs them
+             weights: each frontend set's share of ready workers (weights.split)
+        -> Plan(create, delete, drain, weights, status, step)    applied by ``reconcile``
+
+Everything is derived from the pods and the spec, never from memory: a restarted operator
+computes the same plan (the status it writes is a report, and a resume needs nothing else).
+A rollback is the same mechanism: reverting the spec makes the old revision the target again,
+and the pods of the abandoned one become the old side.
+
+The frontend-only case: when only the frontend template changes, the workers stay; a new
+frontend set joins the same dynamo namespace (same workers, same card, nothing to isolate), and
+traffic moves to it as its replicas become ready; the old frontends then drain. A worker change
+always gets a new dynamo namespace with its own frontend, whatever else changed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocol import kube_names as kn
+from reference_impl.operator import dgd_pods, rollout_plan
+from reference_impl.operator.rollout_plan import Side, Situation, Step
+from reference_impl.traffic_split import weights as weight_split
+
+DRAINING_ANNOTATION = "servecert.io/draining-since"
+DRAIN_GRACE_S = 30.0
+"""A drained frontend is deleted once its streams ended, or after this long."""
+DRAIN_SETTLE_S = 1.0
+"""Streams are counted only this long after the drain began (the proxy may still be handing one over)."""
+
+SetKey = tuple[str, str]  # (workers revision, frontend revision)
+
+
+@dataclass(frozen=True)
+class PodView:
+    name: str
+    component: str
+    ctype: str
+    revisions: dgd_pods.Revisions
+    dynamo_namespace: str
+    ready: bool
+    deleting: bool
+    ip: str
+    draining_since: float | None
+
+    @property
+    def index(self) -> int:
+        tail = self.name.rsplit("-", 1)[-1]
+        return int(tail) if tail.isdigit() else 0
+
+    @property
+    def is_frontend(self) -> bool:
+        return self.ctype == dgd_pods.FRONTEND
+
+    @property
+    def set_key(self) -> SetKey:
+        return (self.revisions.workers, self.revisions.frontend)
+
+
+def view(pod: Mapping[str, Any]) -> PodView:
+    meta, status = pod["metadata"], pod.get("status") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    since = annotations.get(DRAINING_ANNOTATION)
+    conditions = status.get("conditions") or []
+    return PodView(
+        name=meta["name"],
+        component=str(labels.get(kn.COMPONENT_LABEL, "")),
+        ctype=str(labels.get(kn.COMPONENT_TYPE_LABEL, "")),
+        revisions=dgd_pods.pod_revisions(pod),
+        dynamo_namespace=str(labels.get(kn.DYNAMO_NAMESPACE_LABEL, "")),
+        ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+        deleting=bool(meta.get("deletionTimestamp")),
+        ip=str(status.get("podIP") or ""),
+        draining_since=float(since) if since else None,
+    )
+
+
+@dataclass
+class Plan:
+    create: list[dict[str, Any]] = field(default_factory=list)
+    delete: list[str] = field(default_factory=list)
+    drain: list[str] = field(default_factory=list)
+    """Frontend pods to take out of the proxy (weight 0) and delete once idle or after the grace period."""
+    weights: dict[str, int] = field(default_factory=dict)
+    """Frontend pod name -> proxy weight (0..256), for ready frontends only."""
+    step: Step | None = None
+    status: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    max_surge: int = 1
+    max_unavailable: int = 0
+    paused: bool = False
+
+
+def strategy(dgd: Mapping[str, Any]) -> Strategy:
+    """spec.rolloutStrategy; a percentage is taken of the largest worker component (surge up, unavailable down)."""
+    raw = (dgd.get("spec") or {}).get("rolloutStrategy") or {}
+    largest = max((dgd_pods.replicas(c) for c in dgd_pods.components(dgd) if c.get("type") != dgd_pods.FRONTEND), default=1)
+    surge = _count(raw.get("maxSurge", 1), largest, math.ceil)
+    unavailable = _count(raw.get("maxUnavailable", 0), largest, math.floor)
+    if surge + unavailable == 0:
+        surge = 1  # NB: as a Deployment refuses 0/0, which could never progress; admission tells the user
+    return Strategy(surge, unavailable, bool(raw.get("paused", False)))
+
+
+def _count(value: Any, of: int, rounding: Any) -> int:
+    if isinstance(value, str) and value.endswith("%"):
+        return max(0, int(rounding(of * float(value[:-1]) / 100)))
+    return max(0, int(value))
+
+
+def plan(
+    dgd: Mapping[str, Any],
+    pods: Sequence[Mapping[str, Any]],
+    levels: Sequence[str] | None,
+    images: dgd_pods.Images,
+    isolate: bool = True,
+) -> Plan:
+    target = dgd_pods.revisions(dgd)
+    views = [view(p) for p in pods]
+    live = [v for v in views if not v.deleting]
+    workers = [v for v in live if not v.is_frontend and v.ctype != dgd_pods.PROXY]
+    frontends = [v for v in live if v.is_frontend]
+    worker_targets = {str(c["name"]): dgd_pods.replicas(c) for c in dgd_pods.components(dgd) if c.get("type") != dgd_pods.FRONTEND}
+    frontend_targets = {str(c["name"]): dgd_pods.replicas(c) for c in dgd_pods.components(dgd) if c.get("type") == dgd_pods.FRONTEND}
+    new_workers = [v for v in workers if v.revisions.workers == target.workers]
+    old_workers = [v for v in workers if v.revisions.workers != target.workers]
+    out = Plan()
+    counts: dict[str, int] = dict(worker_targets)
+    if old_workers:
+        out.step = rollout_plan.next_step(_situation(dgd, worker_targets, old_workers, new_workers, frontends, target))
+        counts = out.step.new
+        out.delete += _scale_down(old_workers, out.step.old)
+    counts.update(frontend_targets)
+    desired = dgd_pods.desired_pods(dgd, levels, images, counts, isolate)
+    have = {v.name for v in live}
+    out.create = [pod for name, pod in desired.items() if name not in have]
+    out.delete += [v.name for v in live if _same_set(v, target) and v.name not in desired]
+    target_set = (target.workers, target.frontend)
+    target_frontends_ready = _all_ready(frontends, target_set, frontend_targets)
+    for v in frontends:
+        if v.set_key != target_set and not _still_needed(v, old_workers, target_frontends_ready):
+            out.drain.append(v.name)
+    going = set(out.delete)
+    out.weights = _weights(frontends, [w for w in workers if w.name not in going], set(out.drain), set(worker_targets))
+    out.status = _status(dgd, target, out, old_workers, new_workers, frontends, target_frontends_ready, isolate)
+    return out
+
+
+def _same_set(v: PodView, target: dgd_pods.Revisions) -> bool:
+    """A pod of the target revision (workers: same workers revision; frontends: same pair)."""
+    return v.revisions.workers == target.workers and (not v.is_frontend or v.revisions.frontend == target.frontend)
+
+
+def _situation(
+    dgd: Mapping[str, Any],
+    targets: Mapping[str, int],
+    old: Sequence[PodView],
+    new: Sequence[PodView],
+    frontends: Sequence[PodView],
+    target: dgd_pods.Revisions,
+) -> Situation:
+    strat = strategy(dgd)
+    frontend_targets = {str(c["name"]): dgd_pods.replicas(c) for c in dgd_pods.components(dgd) if c.get("type") == dgd_pods.FRONTEND}
+    return Situation(
+        target=dict(targets),
+        old=_sides(old),
+        new=_sides(new),
+        frontend_ready=_all_ready(frontends, (target.workers, target.frontend), frontend_targets),
+        paused=strat.paused,
+        max_surge=strat.max_surge,
+        max_unavailable=strat.max_unavailable,
+    )
+
+
+def _sides(views: Sequence[PodView]) -> dict[str, Side]:
+    desired: dict[str, int] = defaultdict(int)
+    ready: dict[str, int] = defaultdict(int)
+    for v in views:
+        desired[v.component] += 1
+        ready[v.component] += int(v.ready)
+    return {c: Side(desired[c], ready[c]) for c in desired}
+
+
+def _scale_down(old: Sequence[PodView], keep: Mapping[str, int]) -> list[str]:
+    """Old pods to delete so each component keeps ``keep[c]``: pods not ready first, then the highest index."""
+    out: list[str] = []
+    by_component: dict[str, list[PodView]] = defaultdict(list)
+    for v in old:
+        by_component[v.component].append(v)
+    for component, views in by_component.items():
+        extra = len(views) - keep.get(component, 0)
+        ordered = sorted(views, key=lambda v: (v.ready, -v.index, v.name))
+        out += [v.name for v in ordered[: max(0, extra)]]
+    return out
+
+
+def _all_ready(frontends: Sequence[PodView], key: SetKey, targets: Mapping[str, int]) -> bool:
+    mine = [v for v in frontends if v.set_key == key]
+    return all(sum(1 for v in mine if v.component == c and v.ready) >= n for c, n in targets.items())
+
+
+def _still_needed(v: PodView, old_workers: Sequence[PodView], target_ready: bool) -> bool:
+    """An old frontend serves until its own workers are gone and the spec's frontends are all ready."""
+    if not target_ready:
+        return True
+    return any(w.revisions.workers == v.revisions.workers for w in old_workers)
+
+
+def _weights(frontends: Sequence[PodView], workers: Sequence[PodView], draining: set[str], components: set[str]) -> dict[str, int]:
+    """Seed 001 4.3.3: each frontend set gets the share of ready workers behind it; its ready pods split it evenly.
+
+    Workers this step deletes are not counted (the caller applies weights before deleting), and a
+    set without a ready worker of every component cannot serve a request, so it counts none. When
+    every set shares one workers revision (a frontend-only rollout), the sets' ready frontends are
+    the measure instead: the workers behind them are the same.
+    """
+    serving = [v for v in frontends if v.ready and v.ip and v.name not in draining]
+    sets = sorted({v.set_key for v in serving})
+    if not sets:
+        return {}
+    if len({key[0] for key in sets}) == 1:
+        ready = {key: sum(1 for v in serving if v.set_key == key) for key in sets}
+    else:
+        ready = {key: _serving_workers(workers, key[0], components) for key in sets}
+    shares = _shares(ready)
+    out: dict[str, int] = {}
+    for key in sets:
+        mine = [v for v in serving if v.set_key == key]
+        for v in mine:
+            out[v.name] = round(shares[key] / len(mine)) if shares[key] else 0
+    return out
+
+
+def _serving_workers(workers: Sequence[PodView], revision: str, components: set[str]) -> int:
+    mine = [w for w in workers if w.ready and w.revisions.workers == revision]
+    return len(mine) if {w.component for w in mine} >= components else 0
+
+
+def _shares(ready: Mapping[SetKey, int]) -> dict[SetKey, int]:
+    """``weights.split`` for any number of sets; with nothing ready anywhere, an even split (no set can serve better)."""
+    if len(ready) == 2:
+        first, second = ready
+        old, new = weight_split.split(ready[first], ready[second])
+        return {first: old, second: new} if sum(ready.values()) else {first: 1, second: 1}
+    total = sum(ready.values())
+    if total == 0:
+        return {key: 1 for key in ready}
+    return {key: round(weight_split.MAX_WEIGHT * n / total) for key, n in ready.items()}
+
+
+def _status(
+    dgd: Mapping[str, Any],
+    target: dgd_pods.Revisions,
+    out: Plan,
+    old_workers: Sequence[PodView],
+    new_workers: Sequence[PodView],
+    frontends: Sequence[PodView],
+    target_frontends_ready: bool,
+    isolate: bool,
+) -> dict[str, Any]:
+    old_namespaces = sorted({v.dynamo_namespace for v in old_workers} | {v.dynamo_namespace for v in frontends if v.name in out.drain})
+    if out.step is not None:
+        phase, reason = out.step.phase, out.step.reason
+    elif out.drain or not target_frontends_ready or out.create:
+        phase, reason = rollout_plan.PROGRESSING, "the spec's frontends are starting or the old ones draining"
+    else:
+        phase, reason = rollout_plan.COMPLETE, "every pod runs the spec's revision"
+    return {
+        "phase": phase,
+        "reason": reason,
+        "targetRevision": {"workers": target.workers, "frontend": target.frontend},
+        "newNamespace": dgd_pods.dynamo_namespace(dgd, target.workers, isolate),
+        "oldNamespaces": [ns for ns in old_namespaces if ns != dgd_pods.dynamo_namespace(dgd, target.workers, isolate)],
+        # NB: lists, not maps: a status merge patch replaces a list whole, but would keep the keys a map no longer has.
+        "old": [{"component": c, "desired": s.desired, "ready": s.ready} for c, s in sorted(_sides(old_workers).items())],
+        "new": [{"component": c, "desired": s.desired, "ready": s.ready} for c, s in sorted(_sides(new_workers).items())],
+        "weights": [{"frontend": name, "weight": w} for name, w in sorted(out.weights.items())],
+        "draining": sorted(out.drain),
+    }

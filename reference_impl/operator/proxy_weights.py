@@ -1,0 +1,73 @@
+"""Making the DGD's HAProxy match a plan: frontends in slots, weights set, retiring frontends drained.
+
+Data flow: ``dgd_rollout.plan`` says which frontend pods serve with which weight and which
+drain; ``sync`` reads HAProxy's slots back (``show servers state``), points a free slot at each
+serving frontend that has none, sets weights that differ (``set weight``: new requests only,
+streams in flight stay where they are), drains the retiring ones, puts slots of pods that are
+gone back in maintenance, and returns the streams still open on each draining frontend (``show
+stat``) so the caller deletes a frontend only once they ended. Level-based like the rest of the
+operator: the proxy is read every time, so a restarted operator (or proxy) converges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from reference_impl.traffic_split.haproxy import BACKEND
+from reference_impl.traffic_split.runtime_api import RuntimeApi, Server
+
+MAINT = 0x01
+"""HAProxy's admin-state bit of forced maintenance (``state maint``; the config's ``disabled`` sets it too)."""
+DRAIN = 0x08
+"""Forced drain (``state drain``)."""
+
+
+@dataclass(frozen=True)
+class Frontend:
+    name: str
+    ip: str
+    port: int
+
+
+def _slot_of(servers: Mapping[str, Server], frontend: Frontend) -> str | None:
+    for slot, server in sorted(servers.items()):
+        if server.address == frontend.ip and server.port == frontend.port:
+            return slot
+    return None
+
+
+async def sync(api: RuntimeApi, frontends: Mapping[str, Frontend], weights: Mapping[str, int], draining: set[str]) -> dict[str, int]:
+    """Apply; returns name -> streams in flight for each draining frontend that still has a slot."""
+    servers = await api.servers()
+    known = {(f.ip, f.port) for f in frontends.values()}
+    free = sorted(slot for slot, s in servers.items() if (s.address, s.port) not in known)
+    for slot in free:
+        if not servers[slot].admin_state & MAINT:
+            await api.release(slot)
+    for name, weight in sorted(weights.items()):
+        frontend = frontends[name]
+        found = _slot_of(servers, frontend)
+        if found is None:
+            if not free:
+                raise RuntimeError(f"the proxy has no free slot for frontend {name}; raise dgd_pods.PROXY_SLOTS")
+            await api.assign(free.pop(0), frontend.ip, frontend.port, weight)
+            continue
+        server = servers[found]
+        if server.weight != weight:
+            await api.set_weight(found, weight)
+        if server.admin_state & (MAINT | DRAIN):
+            await api.command(f"set server {BACKEND}/{found} state ready")
+    open_streams: dict[str, int] = {}
+    sessions: dict[str, int] | None = None
+    for name in sorted(draining):
+        retiring = frontends.get(name)
+        drained = _slot_of(servers, retiring) if retiring else None
+        if drained is None:
+            continue
+        if not servers[drained].admin_state & DRAIN:
+            await api.drain(drained)
+        if sessions is None:
+            sessions = await api.sessions()
+        open_streams[name] = sessions.get(drained, 0)
+    return open_streams

@@ -1,0 +1,58 @@
+"""`servecert certify --profile ROLLOUT-ISOLATION --env cluster`: the reference passes; the in-place rollout fails every mode.
+
+Runs as a vendor would, in a subprocess joining this session's embedded cluster by name. The
+broken operator (tests/nonconforming/rollout.py: one dynamo namespace for every revision) is
+certified on the three tests of seed 001's failure modes; each must fail, and its failure must
+name its mode.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import rollout_checks as rc
+from fixtures.cluster.backends import Cluster
+from tests.certify_run import certify as certify_subprocess
+from tests.certify_run import profile_of
+
+pytestmark = pytest.mark.cluster
+PROFILE = "ROLLOUT-ISOLATION"
+MODES = {"RolloutBlockSize": rc.MDC, "RolloutTensorParallel": rc.KV_LAYOUT, "RolloutRuntimeVersion": rc.RUNTIME_API}
+
+
+def certify(cluster: Cluster, implementation: str, report_dir: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+    args = ("--env", "cluster", "--profile", PROFILE, "--workers", "1", *extra)
+    return certify_subprocess(implementation, report_dir, *args, cluster_name=cluster.name, timeout_s=1500)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+@pytest.mark.xdist_group("rollout")
+def test_the_reference_is_certified_on_rollout_isolation(cluster: Cluster, tmp_path: Path) -> None:
+    if not cluster.has_pod_runner:
+        pytest.skip(f"backend {cluster.backend} has no pod runner")
+    code, report, output = certify(cluster, "reference", tmp_path)
+    assert code == 0, output[-4000:]
+    core = profile_of(report, PROFILE)["core"]
+    assert core["result"] == "success", core
+    assert core["statistics"]["passed"] == 6 and core["statistics"]["skipped"] == 0, core
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+@pytest.mark.xdist_group("rollout")
+def test_the_in_place_rollout_is_failed_on_every_mode_naming_it(cluster: Cluster, tmp_path: Path) -> None:
+    if not cluster.has_pod_runner:
+        pytest.skip(f"backend {cluster.backend} has no pod runner")
+    code, report, output = certify(cluster, "tests.nonconforming.rollout:InPlace", tmp_path, "--run-test", ",".join(MODES))
+    assert code == 1, output[-4000:]
+    core = profile_of(report, PROFILE)["core"]
+    assert set(core["failedTests"]) == set(MODES), (core, output[-4000:])
+    # NB: each check prefixes its failure with the mode its scenario exercises; three tests, three modes named.
+    named = {
+        mode for mode in MODES.values() for line in output.splitlines() if line.startswith("E ") and f"AssertionError: {mode}:" in line
+    }
+    assert named == set(MODES.values()), output[-4000:]

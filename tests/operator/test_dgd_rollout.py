@@ -1,0 +1,222 @@
+"""The DGD's rollout plan, simulated: pods appear, become Ready and go as a kubelet and the operator would make them.
+
+``Sim`` applies each ``dgd_rollout.plan`` to a set of pod dicts: created pods start not Ready and
+become Ready on the next tick (or stay not Ready when told), deleted pods vanish, drained
+frontends vanish too. Every rollout is run to its end and judged on what the seed asks: a new
+dynamo namespace with its frontend first, no worker of the new revision before that frontend is
+Ready, capacity never below target - maxUnavailable, weights following ready workers, the old
+frontend drained last; pause holds; a reverted spec rolls back; the broken in-place variant keeps
+one namespace.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from protocol import kube_names as kn
+from reference_impl.operator import dgd_pods, dgd_rollout, rollout_plan
+
+NS = "team"
+
+
+def dgd(
+    block: str = "16", frontend_image: str = "servecert/frontend", prefill: int = 2, decode: int = 2, **strategy: Any
+) -> dict[str, Any]:
+    engine = ["--model", "m", "--block-size", block]
+    return {
+        "metadata": {"name": "llm", "namespace": NS, "uid": "u1"},
+        "spec": {
+            "rolloutStrategy": strategy,
+            "components": [
+                {"name": "frontend", "type": "frontend", "replicas": 1, "image": frontend_image},
+                {"name": "prefill", "type": "prefill", "replicas": prefill, "args": [*engine, "--role", "prefill"]},
+                {"name": "decode", "type": "decode", "replicas": decode, "args": [*engine, "--role", "decode"]},
+            ],
+        },
+    }
+
+
+class Sim:
+    def __init__(self, spec: dict[str, Any], isolate: bool = True) -> None:
+        self.spec = spec
+        self.isolate = isolate
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.ip = 0
+        self.stuck: set[str] = set()
+        self.plans: list[dgd_rollout.Plan] = []
+        self.history: list[dict[str, dict[str, Any]]] = []
+
+    def tick(self) -> dgd_rollout.Plan:
+        for pod in self.pods.values():
+            if pod["metadata"]["name"] not in self.stuck:
+                pod["status"] = {"conditions": [{"type": "Ready", "status": "True"}], "podIP": pod["status"]["podIP"]}
+        plan = dgd_rollout.plan(self.spec, list(self.pods.values()), None, dgd_pods.Images(), self.isolate)
+        for pod in plan.create:
+            self.ip += 1
+            self.pods[pod["metadata"]["name"]] = {**copy.deepcopy(pod), "status": {"podIP": f"127.0.0.{self.ip}"}}
+        for name in plan.delete + plan.drain:
+            self.pods.pop(name, None)
+        self.plans.append(plan)
+        self.history.append(copy.deepcopy(self.pods))
+        return plan
+
+    def run(self, ticks: int = 60) -> None:
+        for _ in range(ticks):
+            plan = self.tick()
+            if plan.status["phase"] == rollout_plan.COMPLETE and not plan.create:
+                return
+        raise AssertionError(f"no end after {ticks} ticks: {self.plans[-1].status}")
+
+    def by(self, key: str) -> Counter[tuple[str, str]]:
+        return Counter((p["metadata"]["labels"][key], p["metadata"]["labels"][kn.COMPONENT_LABEL]) for p in self.pods.values())
+
+
+def namespaces(pods: dict[str, dict[str, Any]]) -> set[str]:
+    return {p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL] for p in pods.values()}
+
+
+def test_first_deployment_creates_every_pod_at_once_in_one_namespace() -> None:
+    sim = Sim(dgd())
+    plan = sim.tick()
+    assert Counter(p["metadata"]["labels"][kn.COMPONENT_LABEL] for p in plan.create) == {"frontend": 1, "prefill": 2, "decode": 2}
+    sim.run()
+    assert namespaces(sim.pods) == {dgd_pods.dynamo_namespace(dgd())}
+    assert list(sim.plans[-1].weights.values()) == [256]
+
+
+def rolled(sim: Sim, new_spec: dict[str, Any]) -> tuple[str, str]:
+    old_ns = dgd_pods.dynamo_namespace(sim.spec)
+    sim.spec = new_spec
+    return old_ns, dgd_pods.dynamo_namespace(new_spec)
+
+
+def test_a_worker_change_gets_a_new_namespace_with_its_frontend_first() -> None:
+    sim = Sim(dgd())
+    sim.run()
+    old_ns, new_ns = rolled(sim, dgd(block="32"))
+    assert old_ns != new_ns
+    first = sim.tick()
+    created = [(p["metadata"]["labels"][kn.COMPONENT_LABEL], p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL]) for p in first.create]
+    assert created == [("frontend", new_ns)]
+    sim.run()
+    assert namespaces(sim.pods) == {new_ns}
+    for state in sim.history:
+        new_frontend_ready = any(
+            p["metadata"]["labels"][kn.COMPONENT_TYPE_LABEL] == "frontend"
+            and p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL] == new_ns
+            and "conditions" in p["status"]
+            for p in state.values()
+        )
+        new_workers = [
+            p
+            for p in state.values()
+            if p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL] == new_ns
+            and "args" in p["spec"]["containers"][0]
+            and p["metadata"]["labels"][kn.COMPONENT_TYPE_LABEL] != "frontend"
+        ]
+        assert new_frontend_ready or not new_workers
+
+
+def test_capacity_never_drops_below_target_minus_max_unavailable_and_weights_follow_ready_workers() -> None:
+    sim = Sim(dgd(prefill=3, decode=2))
+    sim.run()
+    start = len(sim.plans)
+    _, new_ns = rolled(sim, dgd(block="32", prefill=3, decode=2))
+    sim.run()
+    for state in sim.history[start:]:
+        ready = Counter(p["metadata"]["labels"][kn.COMPONENT_LABEL] for p in state.values() if "conditions" in p["status"])
+        assert ready["prefill"] >= 3 and ready["decode"] >= 2, ready
+    weights = [plan.status["weights"] for plan in sim.plans[start:]]
+    shares = [sum(e["weight"] for e in ws if new_ns[-6:] in e["frontend"]) / max(1, sum(e["weight"] for e in ws)) for ws in weights if ws]
+    assert shares == sorted(shares), shares  # NB: the new side's share only grows during a forward rollout
+    assert shares[-1] == 1.0
+
+
+def test_the_old_frontend_drains_only_after_its_workers_are_gone() -> None:
+    sim = Sim(dgd())
+    sim.run()
+    old_ns, _ = rolled(sim, dgd(block="32"))
+    sim.run()
+    for plan, before in zip(sim.plans[1:], sim.history, strict=False):
+        for name in plan.drain:
+            assert name in before
+            old_workers = [
+                p
+                for p in before.values()
+                if p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL] == old_ns
+                and p["metadata"]["labels"][kn.COMPONENT_TYPE_LABEL] != "frontend"
+            ]
+            assert not old_workers, (name, sorted(p["metadata"]["name"] for p in old_workers))
+
+
+def test_paused_holds_every_count() -> None:
+    sim = Sim(dgd())
+    sim.run()
+    rolled(sim, dgd(block="32"))
+    for _ in range(4):
+        sim.tick()
+    sim.spec = dgd(block="32", paused=True)
+    held = sorted(sim.pods)
+    for _ in range(5):
+        plan = sim.tick()
+        assert plan.status["phase"] == rollout_plan.PAUSED
+        assert not plan.create and not plan.delete
+    assert sorted(sim.pods) == held
+    sim.spec = dgd(block="32")
+    sim.run()
+
+
+def test_reverting_the_spec_mid_way_rolls_back_to_the_old_namespace() -> None:
+    sim = Sim(dgd())
+    sim.run()
+    old_ns, new_ns = rolled(sim, dgd(block="32"))
+    for _ in range(5):
+        sim.tick()
+    assert new_ns in namespaces(sim.pods)
+    sim.spec = dgd()
+    sim.run()
+    assert namespaces(sim.pods) == {old_ns}
+
+
+def test_a_frontend_only_change_keeps_the_workers_and_moves_traffic_to_the_new_frontend() -> None:
+    sim = Sim(dgd())
+    sim.run()
+    workers = sorted(n for n, p in sim.pods.items() if "frontend" not in n)
+    sim.spec = dgd(frontend_image="servecert/frontend:2")
+    sim.run()
+    assert sorted(n for n, p in sim.pods.items() if "frontend" not in n) == workers
+    [frontend] = [p for p in sim.pods.values() if p["metadata"]["labels"][kn.COMPONENT_TYPE_LABEL] == "frontend"]
+    assert frontend["spec"]["containers"][0]["image"] == "servecert/frontend:2"
+
+
+def test_a_new_frontend_that_never_becomes_ready_holds_the_workers() -> None:
+    sim = Sim(dgd())
+    sim.run()
+    rolled(sim, dgd(block="32"))
+    plan = sim.tick()
+    sim.stuck = {plan.create[0]["metadata"]["name"]}
+    for _ in range(6):
+        plan = sim.tick()
+        assert not plan.create and not plan.delete
+        assert plan.status["phase"] == rollout_plan.WAITING_FOR_FRONTEND
+
+
+def test_the_in_place_variant_keeps_one_namespace() -> None:
+    sim = Sim(dgd(), isolate=False)
+    sim.run()
+    sim.spec = dgd(block="32")
+    sim.run()
+    assert namespaces(sim.pods) == {f"{NS}-llm"}
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [({}, (1, 0)), ({"maxSurge": "50%", "maxUnavailable": "50%"}, (1, 1)), ({"maxSurge": 0, "maxUnavailable": 0}, (1, 0))],
+)
+def test_strategy_reads_counts_and_percentages(raw: dict[str, Any], expected: tuple[int, int]) -> None:
+    strategy = dgd_rollout.strategy(dgd(**raw))
+    assert (strategy.max_surge, strategy.max_unavailable) == expected

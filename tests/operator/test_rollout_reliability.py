@@ -1,0 +1,118 @@
+"""Rollouts survive failures: the operator killed mid-rollout, an engine killed mid-stream.
+
+Both drive the suite's own ROLLOUT-ISOLATION scenario (``conformance.rollout_checks``: the
+DGD of 1 frontend, 2 prefill, 2 decode, streaming traffic through its proxy, the fakes' ground
+truth) against a reference operator this test installs, so it can kill it by pid:
+
+* the operator is SIGKILLed once the first new worker is Ready, stays dead for ``DEAD_S`` (the
+  rollout must hold: nobody changes anything), and is started again: it must pick the rollout up
+  from the cluster (its pods and status) and finish it with every rollout rule held — zero failed
+  requests, no namespace mixing, capacity kept;
+* an old decode engine's process is SIGKILLed with streams in flight: every request the client
+  sent either succeeded or ended in an error (status or SSE error event) — never a stream that
+  just stops — and the rollout still ends with the new version alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import cluster_checks as kc
+from conformance import rollout_checks as rc
+from conformance.suite.timeouts import Timeouts
+from fixtures import operator_install
+from fixtures.cluster.backends import Cluster
+from fixtures.cluster_env import ClusterEnvironment, ClusterSession
+
+pytestmark = pytest.mark.cluster
+DEAD_S = 4.0
+
+
+@pytest.fixture
+def installed(cluster: Cluster) -> Iterator[tuple[ClusterEnvironment, operator_install.InstalledOperator, list[str]]]:
+    if not cluster.has_pod_runner:
+        pytest.skip(f"backend {cluster.backend} has no pod runner")
+    api = cluster.api()
+    operator, argv = operator_install.install(api)
+    session = ClusterSession(cluster, api, operator)
+    env = ClusterEnvironment(session)
+    try:
+        yield env, operator, argv
+    finally:
+        asyncio.run(env.close())
+        session.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.xdist_group("rollout")
+def test_an_operator_killed_mid_rollout_resumes_and_completes_cleanly(
+    installed: tuple[ClusterEnvironment, operator_install.InstalledOperator, list[str]],
+) -> None:
+    env, operator, argv = installed
+    held: list[tuple[list[str], list[str]]] = []
+
+    async def kill_then_restart(env: ClusterEnvironment, changed: dict[str, Any]) -> None:
+        os.kill(operator.process.pid, signal.SIGKILL)
+        operator.process.wait(timeout=10)
+        await asyncio.sleep(1.0)  # NB: a pod the operator created just before may still be coming up
+        before = await rc.serving_pods(env)
+        await asyncio.sleep(DEAD_S)
+        held.append(rc.pods_changed(before, await rc.serving_pods(env)))
+        await asyncio.to_thread(operator.restart, argv)
+
+    evidence = asyncio.run(rc.run_in(env, Timeouts(), rc.BLOCK_SIZE, mid_way=kill_then_restart))
+    assert held == [([], [])], f"pods created / deleted while no operator ran: {held}"
+    rc.rollout_must_be_clean(evidence)
+
+
+def _engine_pid(pod_ip: str, proc: Path = Path("/proc")) -> int | None:
+    """The fake engine process the pod runner started for this pod IP (the suite's own process tree)."""
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"engine" in argv and b"serve" in argv and pod_ip.encode() in argv:
+            return int(entry.name)
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.xdist_group("rollout")
+def test_an_engine_killed_mid_stream_ends_its_streams_with_an_error_never_silently(
+    installed: tuple[ClusterEnvironment, operator_install.InstalledOperator, list[str]],
+) -> None:
+    env, _, _ = installed
+    killed: list[str] = []
+
+    async def kill_an_old_decode(env: ClusterEnvironment, changed: dict[str, Any]) -> None:
+        old = [p for p in await kc.pods(env) if rc.ctype(p) == "decode" and not rc.BLOCK_SIZE.is_new(p) and rc.serving(p)]
+        assert old, "no old decode worker left to kill"
+        pid = _engine_pid(old[0]["status"]["podIP"])
+        assert pid is not None, f"no engine process found for {old[0]['metadata']['name']}"
+        deadline = time.monotonic() + 10
+        os.kill(pid, signal.SIGKILL)
+        killed.append(old[0]["metadata"]["name"])
+        while time.monotonic() < deadline and _engine_pid(old[0]["status"]["podIP"]) == pid:
+            await asyncio.sleep(0.1)
+
+    evidence = asyncio.run(rc.run_in(env, Timeouts(), rc.BLOCK_SIZE, mid_way=kill_an_old_decode))
+    assert killed
+    silent = [s for s in evidence.sent if not s.outcome.done and s.outcome.error is None]
+    assert not silent, f"{len(silent)} streams stopped without an error: first {silent[0].outcome}"
+    errors = [s for s in evidence.sent if not s.ok]
+    cut = [s for s in errors if s.outcome.tokens > 0]
+    print(f"{rc.summary(evidence)}\nkilled {killed}; {len(errors)} requests ended in an error ({len(cut)} after tokens)")
+    assert all(s.outcome.error for s in errors)

@@ -1,0 +1,169 @@
+"""A terminating reference frontend finishes its streams before it exits.
+
+Why: a rolling update deletes frontend pods while SSE streams run through them, and the suite
+asserts zero failed requests. One engine process (file discovery, ``constant:50:100`` timing at
+time scale 1: a 25-token stream takes ~2.5 s) serves the module; each test starts its own frontend
+process, streams through it and SIGTERMs it ~0.5 s in. Processes bind 127.0.77.x addresses
+distinct per test and pytest-xdist worker, on free ports. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from fakes import groundtruth
+from fixtures import traffic
+from tests.conftest import PROCESS_START_SECONDS, ServeProcess, serve_process
+
+MODEL = "m"
+STREAM_TOKENS = 25
+LONG_STREAM_TOKENS = 100  # ~10 s: a drain would wait for it, a cut does not
+SIGNAL_AFTER_S = 0.5
+EXIT_WAIT_S = 10.0
+
+
+def address(slot: int) -> str:
+    """127.0.77.x, distinct per test ``slot`` (10-19 here, 0-9 in tests/fakes/test_engine_drain.py) and xdist worker."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    n = int(worker) if worker.isdigit() else 0
+    return f"127.0.77.{10 + (n % 12) * 20 + slot}"
+
+
+@pytest.fixture(scope="module")
+def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """One slow engine publishing into a discovery folder: (that folder, its ground-truth file)."""
+    root = tmp_path_factory.mktemp("frontend-drain")
+    folder, truth = root / "workers", root / "engine.jsonl"
+    args = ("--model", MODEL, "--host", address(10), "--port", "0", "--time-scale", "1", "--timing", "constant:50:100")
+    with serve_process(*args, "--discovery-dir", str(folder), "--groundtruth-file", str(truth), "--drain-seconds", "0"):
+        yield folder, truth
+
+
+@contextmanager
+def frontend(slot: int, folder: Path, *args: str) -> Iterator[ServeProcess]:
+    """``servecert frontend serve`` with POD_NAME set, until it prints ``ready``; killed by pid if still running at the end."""
+    cmd = [sys.executable, "-m", "conformance", "frontend", "serve", "--host", address(slot), "--port", "0"]
+    env = {**os.environ, "POD_NAME": f"frontend-pod-{slot}"}
+    proc = subprocess.Popen(
+        [*cmd, "--discovery-dir", str(folder), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    served = ServeProcess(proc)
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + PROCESS_START_SECONDS
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"frontend exited with {proc.wait()} before ready: {proc.communicate()}")
+            served.lines.append(line)
+            if "url=" in line:
+                served.urls.append(line.split("url=", 1)[1].strip())
+            if line.startswith("ready"):
+                break
+        else:
+            raise AssertionError("frontend not ready in time")
+        yield served
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+async def routable(http: aiohttp.ClientSession, url: str) -> None:
+    """Wait (bounded) until the frontend's discovery found the engine."""
+    for _ in range(100):
+        async with http.get(url + "/status") as resp:
+            if (await resp.json())["workers"]:
+                return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the frontend never discovered the engine")
+
+
+async def exited(proc: subprocess.Popen[str], within_s: float) -> int | None:
+    for _ in range(int(within_s / 0.05) + 1):
+        code = proc.poll()
+        if code is not None:
+            return code
+        await asyncio.sleep(0.05)
+    return proc.poll()
+
+
+async def test_sigterm_mid_stream_lets_the_stream_finish_and_refuses_new_connections(workers: tuple[Path, Path]) -> None:
+    folder, truth = workers
+    with frontend(11, folder) as served:
+        url = served.urls[0]
+        async with aiohttp.ClientSession() as http:
+            await routable(http, url)
+            prompt = traffic.unique_prompt()
+            task = asyncio.create_task(traffic.complete(http, url, MODEL, prompt, max_tokens=STREAM_TOKENS))
+            await asyncio.sleep(SIGNAL_AFTER_S)
+            assert not task.done()
+            signalled = time.monotonic()
+            served.proc.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.2)
+            async with aiohttp.ClientSession() as other:
+                refused = await traffic.complete(other, url, MODEL, traffic.unique_prompt(), max_tokens=1, timeout_s=5)
+            out = await asyncio.wait_for(task, 20)
+        finished = time.monotonic()
+        code = await exited(served.proc, EXIT_WAIT_S)
+        closed = time.monotonic()
+        stdout, stderr = served.proc.communicate(timeout=5)
+    assert out.ok and out.tokens == STREAM_TOKENS, out
+    assert finished - signalled > 1.0, "the stream ran on well after the signal"
+    assert refused.error is not None and refused.error["code"] == "transport", refused
+    assert code == 0, stderr
+    assert closed - finished < 3.0, "the frontend exited soon after its last stream"
+    assert "draining:" in stdout and "stopped after" in stdout, stdout
+    mine = [r for r in groundtruth.read_json_lines(truth) if r["frontend"] == "frontend-pod-11"]
+    assert [(r["outcome"], r["completion_tokens"]) for r in mine] == [(groundtruth.OK, STREAM_TOKENS)], "--frontend-id defaults to POD_NAME"
+
+
+async def test_drain_seconds_zero_cuts_the_stream(workers: tuple[Path, Path]) -> None:
+    folder, _ = workers
+    with frontend(12, folder, "--drain-seconds", "0") as served:
+        url = served.urls[0]
+        async with aiohttp.ClientSession() as http:
+            await routable(http, url)
+            task = asyncio.create_task(traffic.complete(http, url, MODEL, traffic.unique_prompt(), max_tokens=LONG_STREAM_TOKENS))
+            await asyncio.sleep(SIGNAL_AFTER_S)
+            signalled = time.monotonic()
+            served.proc.send_signal(signal.SIGTERM)
+            out = await asyncio.wait_for(task, 20)
+        code = await exited(served.proc, EXIT_WAIT_S)
+        took = time.monotonic() - signalled
+    assert not out.ok and out.tokens < LONG_STREAM_TOKENS, out
+    assert code == 0 and took < 5.0, f"exit {code} after {took:.1f} s, not at once"
+
+
+async def test_a_second_sigterm_cuts_the_streams_a_drain_waits_for(workers: tuple[Path, Path]) -> None:
+    folder, _ = workers
+    with frontend(13, folder) as served:
+        url = served.urls[0]
+        async with aiohttp.ClientSession() as http:
+            await routable(http, url)
+            task = asyncio.create_task(traffic.complete(http, url, MODEL, traffic.unique_prompt(), max_tokens=LONG_STREAM_TOKENS))
+            await asyncio.sleep(SIGNAL_AFTER_S)
+            signalled = time.monotonic()
+            served.proc.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.3)
+            assert not task.done(), "still draining after the first signal"
+            served.proc.send_signal(signal.SIGTERM)
+            out = await asyncio.wait_for(task, 20)
+        code = await exited(served.proc, EXIT_WAIT_S)
+        took = time.monotonic() - signalled
+    assert not out.ok and out.tokens < LONG_STREAM_TOKENS, out
+    assert code == 0 and took < 5.0, f"exit {code} after {took:.1f} s, not at the second signal"
