@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from conformance import rollout_checks as rc
+from conformance import rollout_scenarios as scenarios
 from fixtures.cluster.backends import Cluster
 from tests.certify_run import certify as certify_subprocess
 from tests.certify_run import profile_of
 
 pytestmark = pytest.mark.cluster
 PROFILE = "ROLLOUT-ISOLATION"
-MODES = {"RolloutBlockSize": rc.MDC, "RolloutTensorParallel": rc.KV_LAYOUT, "RolloutRuntimeVersion": rc.RUNTIME_API}
+MODES = {"RolloutBlockSize": scenarios.MDC, "RolloutTensorParallel": scenarios.KV_LAYOUT, "RolloutRuntimeVersion": scenarios.RUNTIME_API}
 
 
 def certify(cluster: Cluster, implementation: str, report_dir: Path, *extra: str) -> tuple[int, dict[str, Any], str]:

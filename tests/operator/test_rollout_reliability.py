@@ -27,6 +27,8 @@ import pytest
 
 from conformance import cluster_checks as kc
 from conformance import rollout_checks as rc
+from conformance import rollout_scenarios as scenarios
+from conformance import rollout_verdict as verdict
 from conformance.suite.timeouts import Timeouts
 from fixtures import operator_install
 from fixtures.cluster.backends import Cluster
@@ -66,12 +68,12 @@ def test_an_operator_killed_mid_rollout_resumes_and_completes_cleanly(
         await asyncio.sleep(1.0)  # NB: a pod the operator created just before may still be coming up
         before = await rc.serving_pods(env)
         await asyncio.sleep(DEAD_S)
-        held.append(rc.pods_changed(before, await rc.serving_pods(env)))
+        held.append(verdict.pods_changed(before, await rc.serving_pods(env)))
         await asyncio.to_thread(operator.restart, argv)
 
-    evidence = asyncio.run(rc.run_in(env, Timeouts(), rc.BLOCK_SIZE, mid_way=kill_then_restart))
+    evidence = asyncio.run(rc.run_in(env, Timeouts(), scenarios.BLOCK_SIZE, mid_way=kill_then_restart))
     assert held == [([], [])], f"pods created / deleted while no operator ran: {held}"
-    rc.rollout_must_be_clean(evidence)
+    verdict.rollout_must_be_clean(evidence)
 
 
 def _engine_pid(pod_ip: str, proc: Path = Path("/proc")) -> int | None:
@@ -98,7 +100,9 @@ def test_an_engine_killed_mid_stream_ends_its_streams_with_an_error_never_silent
     killed: list[str] = []
 
     async def kill_an_old_decode(env: ClusterEnvironment, changed: dict[str, Any]) -> None:
-        old = [p for p in await kc.pods(env) if rc.ctype(p) == "decode" and not rc.BLOCK_SIZE.is_new(p) and rc.serving(p)]
+        old = [
+            p for p in await kc.pods(env) if scenarios.ctype(p) == "decode" and not scenarios.BLOCK_SIZE.is_new(p) and verdict.serving(p)
+        ]
         assert old, "no old decode worker left to kill"
         pid = _engine_pid(old[0]["status"]["podIP"])
         assert pid is not None, f"no engine process found for {old[0]['metadata']['name']}"
@@ -108,11 +112,11 @@ def test_an_engine_killed_mid_stream_ends_its_streams_with_an_error_never_silent
         while time.monotonic() < deadline and _engine_pid(old[0]["status"]["podIP"]) == pid:
             await asyncio.sleep(0.1)
 
-    evidence = asyncio.run(rc.run_in(env, Timeouts(), rc.BLOCK_SIZE, mid_way=kill_an_old_decode))
+    evidence = asyncio.run(rc.run_in(env, Timeouts(), scenarios.BLOCK_SIZE, mid_way=kill_an_old_decode))
     assert killed
     silent = [s for s in evidence.sent if not s.outcome.done and s.outcome.error is None]
     assert not silent, f"{len(silent)} streams stopped without an error: first {silent[0].outcome}"
     errors = [s for s in evidence.sent if not s.ok]
     cut = [s for s in errors if s.outcome.tokens > 0]
-    print(f"{rc.summary(evidence)}\nkilled {killed}; {len(errors)} requests ended in an error ({len(cut)} after tokens)")
+    print(f"{verdict.summary(evidence)}\nkilled {killed}; {len(errors)} requests ended in an error ({len(cut)} after tokens)")
     assert all(s.outcome.error for s in errors)

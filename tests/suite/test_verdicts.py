@@ -106,7 +106,8 @@ def test_names_of_tests_and_cases_are_checked() -> None:
 def test_an_unknown_profile_names_the_known_ones() -> None:
     with pytest.raises(
         profiles.UnknownProfileError,
-        match="known profiles: GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROLLOUT-ISOLATION, ROUTER-TOPOLOGY",
+        match="known profiles: GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROLLOUT-ISOLATION, "
+        "ROUTER-TOPOLOGY",
     ):
         profiles.get("ROUTER-TOPOLGY")
 

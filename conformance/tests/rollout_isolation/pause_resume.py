@@ -8,6 +8,8 @@ from typing import Any
 
 from conformance import cluster_checks as kc
 from conformance import rollout_checks as rc
+from conformance import rollout_scenarios as scenarios
+from conformance import rollout_verdict as verdict
 from conformance.suite import features
 from conformance.suite.test_case import ConformanceTest, TestContext
 from fixtures.cluster_env import ClusterEnvironment
@@ -23,14 +25,14 @@ async def pause_then_resume(env: ClusterEnvironment, changed: dict[str, Any]) ->
     before = await rc.serving_pods(env)
     await asyncio.sleep(HOLD_S)
     after = await rc.serving_pods(env)
-    rc.counts_must_hold(before, after, HOLD_S)
+    verdict.counts_must_hold(before, after, HOLD_S)
     await kc.patch(env, kc.DGD, changed["metadata"]["name"], {"spec": {"rolloutStrategy": {"paused": False}}})
 
 
 async def check(ctx: TestContext) -> None:
-    evidence = await rc.run(ctx, dataclasses.replace(rc.BLOCK_SIZE, mode=rc.PAUSE), mid_way=pause_then_resume)
-    ctx.log.info(rc.summary(evidence))
-    rc.rollout_must_be_clean(evidence)
+    evidence = await rc.run(ctx, dataclasses.replace(scenarios.BLOCK_SIZE, mode=scenarios.PAUSE), mid_way=pause_then_resume)
+    ctx.log.info(verdict.summary(evidence))
+    verdict.rollout_must_be_clean(evidence)
 
 
 TEST = ConformanceTest(

@@ -6,19 +6,21 @@ import dataclasses
 from typing import Any
 
 from conformance import rollout_checks as rc
+from conformance import rollout_scenarios as scenarios
+from conformance import rollout_verdict as verdict
 from conformance.suite import features
 from conformance.suite.test_case import ConformanceTest, TestContext
 from fixtures.cluster_env import ClusterEnvironment
 
 
 async def revert(env: ClusterEnvironment, changed: dict[str, Any]) -> None:
-    await rc.patch_spec(env, rc.base_dgd())
+    await rc.patch_spec(env, scenarios.base_dgd())
 
 
 async def check(ctx: TestContext) -> None:
-    evidence = await rc.run(ctx, dataclasses.replace(rc.BLOCK_SIZE, mode=rc.ROLLBACK), mid_way=revert, final_new=False)
-    ctx.log.info(rc.summary(evidence))
-    rc.rollout_must_be_clean(evidence)
+    evidence = await rc.run(ctx, dataclasses.replace(scenarios.BLOCK_SIZE, mode=scenarios.ROLLBACK), mid_way=revert, final_new=False)
+    ctx.log.info(verdict.summary(evidence))
+    verdict.rollout_must_be_clean(evidence)
 
 
 TEST = ConformanceTest(

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from conformance import rollout_checks as rc
+from conformance import rollout_scenarios as scenarios
+from conformance import rollout_verdict as verdict
 from conformance.suite import features
 from conformance.suite.test_case import ConformanceTest, TestContext
 
 
 async def check(ctx: TestContext) -> None:
-    evidence = await rc.run(ctx, rc.TENSOR_PARALLEL)
-    ctx.log.info(rc.summary(evidence))
-    rc.rollout_must_be_clean(evidence)
+    evidence = await rc.run(ctx, scenarios.TENSOR_PARALLEL)
+    ctx.log.info(verdict.summary(evidence))
+    verdict.rollout_must_be_clean(evidence)
 
 
 TEST = ConformanceTest(

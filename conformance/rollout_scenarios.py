@@ -1,0 +1,134 @@
+"""ROLLOUT-ISOLATION's scenarios: the suite's DGD, the changes seed 001 names, and how to tell a pod's version.
+
+A scenario is data: the seed 001 failure mode it exercises (its failure messages start with it),
+the change to the DGD's spec, and how to read from a pod's own container spec (the argument,
+env or image tag the change touched) whether it runs the new version — never from the
+implementation's labels or status. ``conformance.rollout_verdict`` judges a rollout with it,
+``conformance.rollout_checks`` drives one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from protocol import kube_names as kn
+
+MODEL = "servecert-model"
+DGD_NAME = "rollme"
+PREFILL, DECODE = 2, 2
+TARGETS = {"prefill": PREFILL, "decode": DECODE}
+ENGINE_TIMING = "constant:40:30"
+"""Each request streams for ~0.5 s, so streams are in flight through every step."""
+CONCURRENCY = 4
+
+MDC = "seed 001 3.1 (MDC checksum)"
+KV_LAYOUT = "seed 001 3.2 (KV cache layout)"
+RUNTIME_API = "seed 001 3.3 (runtime API)"
+FRONTEND = "frontend rollout"
+PAUSE = "pause and resume"
+ROLLBACK = "rollback"
+
+
+def base_dgd(name: str = DGD_NAME) -> dict[str, Any]:
+    engine = ["--model", MODEL, "--timing", ENGINE_TIMING, "--block-size", "16", "--tensor-parallel-size", "1", "--protocol-version", "1"]
+    return {
+        "apiVersion": f"{kn.DGD_GROUP}/{kn.DGD_VERSION}",
+        "kind": kn.DGD_KIND,
+        "metadata": {"name": name},
+        "spec": {
+            "rolloutStrategy": {"maxSurge": 1, "maxUnavailable": 0},
+            "components": [
+                {"name": "frontend", "type": "frontend", "replicas": 1, "image": "servecert/frontend:1.6.1", "args": [], "env": []},
+                {"name": "prefill", "type": "prefill", "replicas": PREFILL, "image": "servecert/fake-engine:1.6.1",
+                 "args": [*engine, "--role", "prefill"]},
+                {"name": "decode", "type": "decode", "replicas": DECODE, "image": "servecert/fake-engine:1.6.1",
+                 "args": [*engine, "--role", "decode"]},
+            ],
+        },
+    }  # fmt: skip
+
+
+def set_arg(dgd: dict[str, Any], flag: str, value: str) -> None:
+    for component in dgd["spec"]["components"]:
+        args = component["args"]
+        if flag in args:
+            args[args.index(flag) + 1] = value
+
+
+def arg(pod: Mapping[str, Any], flag: str) -> str | None:
+    args = list(_container(pod).get("args") or [])
+    return args[args.index(flag) + 1] if flag in args and args.index(flag) + 1 < len(args) else None
+
+
+def _container(pod: Mapping[str, Any]) -> dict[str, Any]:
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    return dict(containers[0])
+
+
+def ctype(pod: Mapping[str, Any]) -> str:
+    """frontend / prefill / decode from the container's own command line (the suite's images), or ''."""
+    image = str(_container(pod).get("image", ""))
+    if image.startswith("servecert/frontend"):
+        return "frontend"
+    if image.startswith("servecert/fake-engine"):
+        return arg(pod, "--role") or ""
+    return ""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    mode: str
+    change: Callable[[dict[str, Any]], None]
+    new_worker: Callable[[Mapping[str, Any]], bool] | None
+    """Whether a worker pod runs the changed version (its container spec); None: workers do not change."""
+    new_frontend: Callable[[Mapping[str, Any]], bool] | None = None
+    """The same for frontend pods; None: their spec does not change (their version is the workers they talk to)."""
+
+    @property
+    def workers_change(self) -> bool:
+        return self.new_worker is not None
+
+    def version(self, pod: Mapping[str, Any]) -> bool | None:
+        """True: new, False: old, None: a kind of pod whose spec the scenario does not change."""
+        kind = ctype(pod)
+        test = self.new_frontend if kind == "frontend" else self.new_worker
+        return None if test is None or not kind else test(pod)
+
+    def is_new(self, pod: Mapping[str, Any]) -> bool:
+        return self.version(pod) is True
+
+
+def block_size_change(dgd: dict[str, Any]) -> None:
+    set_arg(dgd, "--block-size", "32")
+
+
+def tensor_parallel_change(dgd: dict[str, Any]) -> None:
+    set_arg(dgd, "--tensor-parallel-size", "2")
+
+
+def runtime_change(dgd: dict[str, Any]) -> None:
+    set_arg(dgd, "--protocol-version", "2")
+    for component in dgd["spec"]["components"]:
+        component["image"] = component["image"].replace(":1.6.1", ":1.7.0")
+        if component["type"] == "frontend":
+            component["env"] = [{"name": "DYN_RUNTIME_PROTOCOL_VERSION", "value": "2"}]
+
+
+def frontend_change(dgd: dict[str, Any]) -> None:
+    dgd["spec"]["components"][0]["image"] = "servecert/frontend:1.7.0"
+
+
+def _image_tag(pod: Mapping[str, Any]) -> str:
+    return str(_container(pod).get("image", "")).rpartition(":")[2]
+
+
+def _new_tag(pod: Mapping[str, Any]) -> bool:
+    return _image_tag(pod) == "1.7.0"
+
+
+BLOCK_SIZE = Scenario(MDC, block_size_change, lambda p: arg(p, "--block-size") == "32")
+TENSOR_PARALLEL = Scenario(KV_LAYOUT, tensor_parallel_change, lambda p: arg(p, "--tensor-parallel-size") == "2")
+RUNTIME = Scenario(RUNTIME_API, runtime_change, _new_tag, _new_tag)
+FRONTEND_IMAGE = Scenario(FRONTEND, frontend_change, None, _new_tag)

@@ -1,0 +1,363 @@
+"""ROLLOUT-ISOLATION's verdict: every rule a rollout broke, from the suite's own evidence.
+
+Data flow: ``Evidence`` holds what ``conformance.rollout_checks`` gathered — the client's outcome
+of every request (``rollout_traffic``), the engines' ground-truth records (one file per engine
+pod, kept after the pod is gone), the ``Timeline`` of pod states from the suite's watch — and
+``verdict`` returns one sentence with numbers per broken rule; ``rollout_must_be_clean`` raises
+them prefixed with the scenario's seed 001 mode, so a failure names the mode. The rules:
+
+* zero failed requests (status 200, no error event, ``[DONE]``);
+* every request preprocessed with the card of the worker that served it (3.1), and no ready
+  worker starved for ``STARVE_S`` while traffic ran (3.1 as Dynamo shows it: the new card is
+  discarded and its workers get nothing);
+* no KV transfer between different layouts (3.2);
+* no protocol mismatch, no frontend talking to workers of both versions or of the other version (3.3);
+* the share of requests served by the new version within ``SHARE_TOLERANCE`` of the ready
+  ratio, allowing the weights ``follow_s`` to follow (seed 001 4.3.3);
+* per worker component, ready workers never below target - maxUnavailable, and on each side the
+  prefill:decode ratio within one worker (seed 001 4.1.2);
+* at the end, no pod of the abandoned version, one frontend, no WorkerMetadata of a gone pod.
+
+Pure functions of the evidence, so each rule is shown to fail on evidence that breaks it
+(tests/conformance/test_rollout_verdict.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.rollout_scenarios import PAUSE, TARGETS, Scenario, ctype
+from conformance.rollout_traffic import Sent
+from fakes import groundtruth
+from protocol import engine_api
+
+STARVE_S = 5.0
+SHARE_TOLERANCE = 0.15
+WARM_S = 2.0
+"""Traffic runs this long before the change (so starvation counts from there)."""
+
+# -- the pod timeline --------------------------------------------------------------------------------
+
+
+@dataclass
+class Timeline:
+    """Pod states over wall-clock time, from the suite's own watch."""
+
+    moments: list[tuple[float, dict[str, dict[str, Any]]]]
+
+    @classmethod
+    def of(cls, events: Sequence[tuple[float, str, dict[str, Any]]], wall_offset: float) -> Timeline:
+        """From a pod watch's (monotonic time, event type, pod) events; ``wall_offset`` turns times into wall clock."""
+        state: dict[str, dict[str, Any]] = {}
+        moments: list[tuple[float, dict[str, dict[str, Any]]]] = []
+        for t, kind, pod in events:
+            name = pod["metadata"]["name"]
+            if kind == "DELETED":
+                state.pop(name, None)
+            else:
+                state[name] = pod
+            moments.append((t + wall_offset, dict(state)))
+        return cls(moments)
+
+    def at(self, wall: float) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for t, state in self.moments:
+            if t > wall:
+                break
+            found = state
+        return found
+
+    def every_pod(self) -> dict[str, dict[str, Any]]:
+        """Last version of every pod ever seen, by name."""
+        out: dict[str, dict[str, Any]] = {}
+        for _, state in self.moments:
+            out.update(state)
+        return out
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def serving(pod: Mapping[str, Any]) -> bool:
+    return _ready(pod) and not pod["metadata"].get("deletionTimestamp")
+
+
+def side_counts(state: Mapping[str, Mapping[str, Any]], scenario: Scenario, only_ready: bool) -> dict[tuple[bool | None, str], int]:
+    counts: Counter[tuple[bool | None, str]] = Counter()
+    for pod in state.values():
+        kind = ctype(pod)
+        if not kind or pod["metadata"].get("deletionTimestamp") or (only_ready and not _ready(pod)):
+            continue
+        counts[(scenario.version(pod), kind)] += 1
+    return dict(counts)
+
+
+def new_share(state: Mapping[str, Mapping[str, Any]], scenario: Scenario) -> float | None:
+    """The ready ratio the new version's traffic share must follow (workers; frontends when only they change)."""
+    counts = side_counts(state, scenario, only_ready=True)
+    kinds = ("frontend",) if not scenario.workers_change else ("prefill", "decode")
+    new = sum(counts.get((True, k), 0) for k in kinds)
+    old = sum(counts.get((False, k), 0) for k in kinds)
+    return new / (new + old) if new + old else None
+
+
+# -- evidence ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Evidence:
+    scenario: Scenario
+    sent: list[Sent]
+    records: list[tuple[str, dict[str, Any]]]  # (engine pod name, ground-truth record)
+    timeline: Timeline
+    changed_at: float
+    finished_at: float
+    max_unavailable: int = 0
+    follow_s: float = 2.0
+    stale_metadata: list[str] = field(default_factory=list)
+    final_new: bool = True
+    """Which version must be alone at the end (False after a rollback)."""
+    steps: list[str] = field(default_factory=list)
+    """The implementation's Events on the DGD (its weights as it set them), for the record only."""
+
+
+def verdict(ev: Evidence) -> list[str]:
+    """Every rule the rollout broke, each a sentence with numbers."""
+    return [
+        *_failed_requests(ev),
+        *_card_mismatches(ev),
+        *_starved_workers(ev),
+        *_layout_mismatches(ev),
+        *_cross_version(ev),
+        *_share(ev),
+        *_availability_and_ratio(ev),
+        *_leftovers(ev),
+    ]
+
+
+def rollout_must_be_clean(ev: Evidence) -> None:
+    problems = verdict(ev)
+    if problems:
+        raise AssertionError(f"{ev.scenario.mode}: " + "; ".join(problems))
+
+
+def _failed_requests(ev: Evidence) -> list[str]:
+    failed = [s for s in ev.sent if not s.ok]
+    if not failed:
+        return []
+    kinds = Counter(_failure_kind(s) for s in failed)
+    first = (failed[0].outcome.error or {}).get("message", f"status {failed[0].outcome.status}, done={failed[0].outcome.done}")
+    return [f"{len(failed)} of {len(ev.sent)} requests failed ({dict(kinds)}; first: {str(first)[:300]})"]
+
+
+def _failure_kind(sent: Sent) -> str:
+    error = sent.outcome.error or {}
+    return str(error.get("code") or error.get("type") or ("cut" if not sent.outcome.done else sent.outcome.status))
+
+
+def _card_mismatches(ev: Evidence) -> list[str]:
+    bad = [
+        (pod, r)
+        for pod, r in ev.records
+        if r.get("outcome") == engine_api.MDC_CHECKSUM_MISMATCH or (r.get("mdc_checksum") and r["mdc_checksum"] != r["engine_mdc_checksum"])
+    ]
+    if not bad:
+        return []
+    pod, r = bad[0]
+    return [
+        f"{len(bad)} requests were preprocessed with another model card than their worker's (first: worker {pod} has "
+        f"{r['engine_mdc_checksum']}, request came with {r['mdc_checksum']} from {r.get('frontend')})"
+    ]
+
+
+def _served_by(ev: Evidence) -> Counter[str]:
+    return Counter(pod for pod, r in ev.records if r.get("outcome") in (groundtruth.OK, groundtruth.PREFILLED))
+
+
+def _starved_workers(ev: Evidence) -> list[str]:
+    """A worker Ready (and not terminating) for STARVE_S of traffic that served nothing: its card was discarded."""
+    if not ev.scenario.workers_change:
+        return []
+    served = _served_by(ev)
+    start, end = ev.changed_at - WARM_S, ev.finished_at
+    ready_for: dict[str, float] = defaultdict(float)
+    previous: tuple[float, dict[str, dict[str, Any]]] | None = None
+    for t, state in ev.timeline.moments:
+        if previous is not None:
+            t0, before = previous
+            span = max(0.0, min(t, end) - max(t0, start))
+            for name, pod in before.items():
+                if ctype(pod) in ("prefill", "decode") and serving(pod):
+                    ready_for[name] += span
+        previous = (t, state)
+    if previous is not None:
+        t0, before = previous
+        for name, pod in before.items():
+            if ctype(pod) in ("prefill", "decode") and serving(pod):
+                ready_for[name] += max(0.0, end - max(t0, start))
+    starved = sorted(name for name, s in ready_for.items() if s >= STARVE_S and served[name] == 0)
+    if not starved:
+        return []
+    pods = ev.timeline.every_pod()
+    detail = ", ".join(f"{n} ({'new' if ev.scenario.is_new(pods[n]) else 'old'}, ready {ready_for[n]:.1f}s)" for n in starved)
+    return [f"workers ready while traffic ran served no request (their model card was discarded?): {detail}"]
+
+
+def _layout_mismatches(ev: Evidence) -> list[str]:
+    bad = []
+    for pod, r in ev.records:
+        transfer = r.get("transfer") or {}
+        if r.get("outcome") == engine_api.KV_LAYOUT_MISMATCH or (
+            transfer and transfer.get("source_layout") and transfer.get("source_layout") != transfer.get("dest_layout")
+        ):
+            bad.append((pod, r))
+    if not bad:
+        return []
+    pod, r = bad[0]
+    transfer = r.get("transfer") or {}
+    layouts = f"{transfer.get('source_layout')} -> {transfer.get('dest_layout')}; " if transfer else ""
+    return [f"{len(bad)} KV transfers between different layouts (first: to {pod}: {layouts}{r.get('error', '')[:200]})"]
+
+
+def _cross_version(ev: Evidence) -> list[str]:
+    pods = ev.timeline.every_pod()
+    protocol = [
+        (p, r) for p, r in ev.records
+        if r.get("outcome") == engine_api.RUNTIME_PROTOCOL_MISMATCH or r.get("protocol_version") != r.get("engine_protocol_version")
+    ]  # fmt: skip
+    out = []
+    if protocol:
+        p, r = protocol[0]
+        out.append(
+            f"{len(protocol)} requests crossed runtime protocol versions (first: worker {p} speaks {r.get('engine_protocol_version')}, "
+            f"request from {r.get('frontend')} spoke {r.get('protocol_version')})"
+        )
+    if not ev.scenario.workers_change:
+        return out
+    used: dict[str, set[bool | None]] = defaultdict(set)
+    for p, r in ev.records:
+        if p in pods and r.get("frontend") in pods:
+            used[str(r["frontend"])].add(ev.scenario.version(pods[p]))
+    unknown = {r.get("frontend") for _, r in ev.records} - set(pods)
+    for frontend, versions in sorted(used.items()):
+        own = ev.scenario.version(pods[frontend])
+        if len(versions) > 1 or (own is not None and versions != {own}):
+            named = sorted("new" if v else "old" for v in versions)
+            mine = "" if own is None else f" (itself {'new' if own else 'old'})"
+            out.append(f"frontend {frontend}{mine} sent requests to workers of versions {named}")
+            break
+    if unknown:
+        out.append(f"ground truth names frontends that are no pod of the namespace: {sorted(str(u) for u in unknown)[:3]}")
+    return out
+
+
+def _share(ev: Evidence) -> list[str]:
+    """Observed share of the new version against the ready ratio over each request's last ``follow_s``."""
+    pods = ev.timeline.every_pod()
+    follow_s = ev.follow_s
+    observed: list[bool] = []
+    low: list[float] = []
+    high: list[float] = []
+    for pod, r in ev.records:
+        if r.get("role") not in ("decode", "agg") or r.get("outcome") != groundtruth.OK or pod not in pods:
+            continue
+        arrival = float(r.get("arrival") or 0.0)
+        if not ev.changed_at <= arrival <= ev.finished_at:
+            continue
+        who = r.get("frontend") if not ev.scenario.workers_change else pod
+        if who not in pods:
+            continue
+        ratios = [s for s in (new_share(ev.timeline.at(arrival - d), ev.scenario) for d in (0.0, follow_s / 2, follow_s)) if s is not None]
+        if not ratios:
+            continue
+        observed.append(ev.scenario.is_new(pods[who]))
+        low.append(min(ratios))
+        high.append(max(ratios))
+    if len(observed) < 20:
+        return [f"only {len(observed)} requests were served during the rollout; too few to judge the traffic split"]
+    share = sum(observed) / len(observed)
+    lo, hi = sum(low) / len(low), sum(high) / len(high)
+    if lo - SHARE_TOLERANCE <= share <= hi + SHARE_TOLERANCE:
+        return []
+    return [
+        f"the new version served {share:.2f} of {len(observed)} requests during the rollout; the ready ratio (allowing "
+        f"{follow_s:g}s for weights to follow) called for {lo:.2f}..{hi:.2f} (tolerance {SHARE_TOLERANCE})"
+    ]
+
+
+def _availability_and_ratio(ev: Evidence) -> list[str]:
+    out: list[str] = []
+    floor = {k: n - ev.max_unavailable for k, n in TARGETS.items()}
+    for t, state in ev.timeline.moments:
+        if not ev.changed_at <= t <= ev.finished_at:
+            continue
+        ready = side_counts(state, ev.scenario, only_ready=True)
+        for kind, least in floor.items():
+            have = sum(n for (_, k), n in ready.items() if k == kind)
+            if have < least and not out:
+                when = t - ev.changed_at
+                out.append(f"maxUnavailable {ev.max_unavailable} exceeded: {when:.1f}s in, {have} {kind} ready of {TARGETS[kind]}")
+        existing = side_counts(state, ev.scenario, only_ready=False)
+        for new in (True, False):
+            counts = {k: existing.get((new, k), 0) for k in TARGETS}
+            least_share = min(counts[k] / n for k, n in TARGETS.items())
+            ahead = [k for k, n in TARGETS.items() if counts[k] > math.floor(least_share * n + 1e-9) + 1]
+            if ahead and len(out) < 2 and not any("ratio" in o for o in out):
+                side = "new" if new else "old"
+                out.append(f"prefill:decode ratio broken on the {side} side {t - ev.changed_at:.1f}s in: {counts} (targets {TARGETS})")
+    return out
+
+
+def _leftovers(ev: Evidence) -> list[str]:
+    final = ev.timeline.moments[-1][1] if ev.timeline.moments else {}
+    going = {n for n, p in final.items() if p["metadata"].get("deletionTimestamp")}  # NB: terminating, draining its streams
+    stale = sorted(n for n, p in final.items() if ev.scenario.version(p) not in (None, ev.final_new) and n not in going)
+    out = [f"pods of the abandoned version still there at the end: {stale}"] if stale else []
+    frontends = sorted(n for n, p in final.items() if ctype(p) == "frontend" and not p["metadata"].get("deletionTimestamp"))
+    if len(frontends) != 1:
+        out.append(f"the DGD asks for 1 frontend; at the end there are {frontends}")
+    if ev.stale_metadata:
+        out.append(f"WorkerMetadata of pods that are gone still published at the end: {ev.stale_metadata}")
+    return out
+
+
+def summary(ev: Evidence) -> str:
+    """Requests sent and failed, duration, the new version's share of requests per second, the implementation's steps."""
+    failed = sum(1 for s in ev.sent if not s.ok)
+    head = (
+        f"{len(ev.sent)} requests sent, {failed} failed, rollout {ev.finished_at - ev.changed_at:.1f}s, "
+        f"{len(ev.records)} ground-truth records from {len({p for p, _ in ev.records})} engine pods"
+    )
+    return "\n".join([head, f"observed share of the new version by second: {observed_shares(ev)}", *ev.steps])
+
+
+def observed_shares(ev: Evidence) -> list[str]:
+    """Per second since the change: requests served by the new version / requests served (decode or aggregated records)."""
+    pods = ev.timeline.every_pod()
+    bins: dict[int, list[bool]] = defaultdict(list)
+    for pod, r in ev.records:
+        who = pod if ev.scenario.workers_change else str(r.get("frontend"))
+        if r.get("role") in ("decode", "agg") and r.get("outcome") == groundtruth.OK and who in pods:
+            bins[int(float(r.get("arrival") or 0.0) - ev.changed_at)].append(ev.scenario.is_new(pods[who]))
+    return [f"{t}s:{sum(v)}/{len(v)}" for t, v in sorted(bins.items()) if -2 <= t <= ev.finished_at - ev.changed_at + 1]
+
+
+def pods_changed(before: Mapping[str, bool], after: Mapping[str, bool]) -> tuple[list[str], list[str]]:
+    """(created, deleted) between two ``serving_pods`` views; a pod terminating before that is gone after is no change."""
+    created = sorted(set(after) - set(before))
+    deleted = sorted(n for n, terminating in after.items() if terminating and not before.get(n, False))
+    deleted += sorted(n for n in set(before) - set(after) if not before[n])
+    return created, deleted
+
+
+def counts_must_hold(before: Mapping[str, bool], after: Mapping[str, bool], held_s: float) -> None:
+    created, deleted = pods_changed(before, after)
+    if created or deleted:
+        raise AssertionError(
+            f"{PAUSE}: paused, yet within {held_s:g}s the operator created {created or 'nothing'} and deleted {deleted or 'nothing'}"
+        )

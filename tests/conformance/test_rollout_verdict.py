@@ -1,0 +1,186 @@
+"""Each ROLLOUT-ISOLATION rule fails on evidence that breaks it, and only that rule.
+
+The evidence is synthetic: a timeline of pod states (what the suite's pod watch records), the
+engines' ground-truth records and the client's outcomes, for a clean block-size rollout of the
+suite's DGD (old 2P+2D until t=5, new 2P+2D from t=5). ``clean()`` passes every rule; each test
+breaks one thing the way a broken operator would and checks the verdict names it. The live
+counterpart — the in-place operator failed on all three seed modes — is
+tests/operator/test_certify_rollout.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import pytest
+
+from conformance import rollout_scenarios as scenarios
+from conformance import rollout_verdict as verdict
+from conformance.rollout_traffic import Sent
+from fixtures.traffic import Outcome
+
+SWITCH = 5.0
+END = 10.0
+
+
+def pod(name: str, kind: str, new: bool, ready: bool = True, deleting: bool = False) -> dict[str, Any]:
+    if kind == "frontend":
+        container = {"image": "servecert/frontend:1.6.1", "args": []}
+    else:
+        container = {"image": "servecert/fake-engine:1.6.1", "args": ["--block-size", "32" if new else "16", "--role", kind]}
+    meta: dict[str, Any] = {"name": name, "uid": f"uid-{name}"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    return {
+        "metadata": meta,
+        "spec": {"containers": [container]},
+        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+def side(new: bool) -> dict[str, dict[str, Any]]:
+    tag = "new" if new else "old"
+    pods = {f"fe-{tag}": pod(f"fe-{tag}", "frontend", new)}
+    for kind in ("prefill", "decode"):
+        for i in range(2):
+            pods[f"{kind}-{tag}-{i}"] = pod(f"{kind}-{tag}-{i}", kind, new)
+    return pods
+
+
+def record(engine_pod: str, frontend: str, arrival: float, role: str, **extra: Any) -> tuple[str, dict[str, Any]]:
+    body = {
+        "role": role,
+        "frontend": frontend,
+        "outcome": "ok" if role == "decode" else "prefilled",
+        "mdc_checksum": "card-new" if "new" in engine_pod else "card-old",
+        "engine_mdc_checksum": "card-new" if "new" in engine_pod else "card-old",
+        "protocol_version": "1",
+        "engine_protocol_version": "1",
+        "arrival": arrival,
+        "transfer": None,
+    }
+    return engine_pod, {**body, **extra}
+
+
+def clean() -> verdict.Evidence:
+    moments = [(0.0, side(False)), (SWITCH, side(True))]
+    records = []
+    for i in range(20):
+        for new, t in ((False, 0.2 + i * 0.24), (True, SWITCH + 0.2 + i * 0.24)):
+            tag = "new" if new else "old"
+            records.append(record(f"decode-{tag}-{i % 2}", f"fe-{tag}", t, "decode"))
+            records.append(record(f"prefill-{tag}-{i % 2}", f"fe-{tag}", t, "prefill"))
+    sent = [Sent(0.0, 1.0, Outcome("p", 200, tokens=4, done=True)) for _ in range(40)]
+    return verdict.Evidence(scenarios.BLOCK_SIZE, sent, records, verdict.Timeline(moments), 0.0, END)
+
+
+def must_name(evidence: verdict.Evidence, *fragments: str) -> None:
+    problems = verdict.verdict(evidence)
+    assert problems, "the verdict found nothing"
+    for fragment in fragments:
+        assert any(fragment in p for p in problems), (fragment, problems)
+    with pytest.raises(AssertionError, match=rf"^{re.escape(scenarios.BLOCK_SIZE.mode)}: "):
+        verdict.rollout_must_be_clean(evidence)
+
+
+def test_a_clean_rollout_breaks_no_rule() -> None:
+    assert verdict.verdict(clean()) == []
+
+
+def test_a_failed_request_is_named_with_its_error() -> None:
+    ev = clean()
+    ev.sent.append(Sent(1.0, 2.0, Outcome("p", 200, tokens=2, done=True, error={"code": "upstream_cut", "message": "cut"})))
+    must_name(ev, "1 of 41 requests failed", "upstream_cut")
+
+
+def test_a_stream_that_just_stops_counts_as_failed() -> None:
+    ev = clean()
+    ev.sent.append(Sent(1.0, 2.0, Outcome("p", 200, tokens=2, done=False)))
+    must_name(ev, "requests failed ({'cut': 1}")
+
+
+def test_a_request_preprocessed_with_another_card_is_named() -> None:
+    ev = clean()
+    name, body = ev.records[-2]
+    ev.records[-2] = (name, {**body, "mdc_checksum": "card-old"})
+    must_name(ev, "preprocessed with another model card")
+
+
+def test_a_ready_worker_that_served_nothing_is_starved() -> None:
+    ev = clean()
+    ev.records = [(p, r) for p, r in ev.records if p != "decode-new-1"]
+    must_name(ev, "served no request", "decode-new-1 (new")
+
+
+def test_a_kv_transfer_across_layouts_is_named() -> None:
+    ev = clean()
+    name, body = ev.records[-2]
+    transfer = {"source_layout": {"tensor_parallel_size": 2}, "dest_layout": {"tensor_parallel_size": 1}}
+    ev.records[-2] = (name, {**body, "transfer": transfer})
+    must_name(ev, "KV transfers between different layouts")
+
+
+def test_a_protocol_mismatch_is_named() -> None:
+    ev = clean()
+    name, body = ev.records[0]
+    ev.records[0] = (name, {**body, "protocol_version": "2", "outcome": "runtime_protocol_mismatch"})
+    must_name(ev, "crossed runtime protocol versions")
+
+
+def test_a_frontend_using_workers_of_both_versions_is_named() -> None:
+    ev = clean()
+    name, body = ev.records[-2]
+    ev.records[-2] = (name, {**body, "frontend": "fe-old"})
+    must_name(ev, "frontend fe-old sent requests to workers of versions ['new', 'old']")
+
+
+def test_traffic_that_ignores_the_ready_ratio_is_named() -> None:
+    ev = clean()
+    ev.records = [(p.replace("new", "old"), {**r, "frontend": "fe-old"}) for p, r in ev.records]
+    must_name(ev, "the new version served 0.00")
+
+
+def test_a_dip_below_target_minus_max_unavailable_is_named() -> None:
+    ev = clean()
+    dip = copy.deepcopy(side(False))
+    del dip["decode-old-1"]
+    ev.timeline.moments.insert(1, (SWITCH - 1, dip))
+    must_name(ev, "maxUnavailable 0 exceeded", "1 decode ready of 2")
+
+
+def test_a_side_running_ahead_on_one_role_breaks_the_ratio() -> None:
+    ev = clean()
+    lopsided = {**side(False), **{n: p for n, p in side(True).items() if n.startswith("prefill")}}
+    ev.timeline.moments.insert(1, (SWITCH - 1, lopsided))
+    must_name(ev, "prefill:decode ratio broken on the new side")
+
+
+def test_old_pods_left_at_the_end_are_named_but_terminating_ones_are_not() -> None:
+    ev = clean()
+    final = {**side(True), "decode-old-0": pod("decode-old-0", "decode", False)}
+    ev.timeline.moments.append((END, final))
+    must_name(ev, "pods of the abandoned version still there at the end: ['decode-old-0']")
+    final["decode-old-0"] = pod("decode-old-0", "decode", False, deleting=True)
+    assert not any("abandoned" in p for p in verdict.verdict(ev))
+
+
+def test_an_old_frontend_left_at_the_end_is_named() -> None:
+    ev = clean()
+    ev.timeline.moments.append((END, {**side(True), "fe-old": pod("fe-old", "frontend", False)}))
+    must_name(ev, "the DGD asks for 1 frontend")
+
+
+def test_worker_metadata_of_gone_pods_is_named() -> None:
+    ev = clean()
+    ev.stale_metadata = ["decode-old-0"]
+    must_name(ev, "WorkerMetadata of pods that are gone")
+
+
+def test_pause_counts_must_hold() -> None:
+    before = {"a": False, "b": False, "c": True}
+    assert verdict.pods_changed(before, {"a": False, "b": False}) == ([], [])
+    assert verdict.pods_changed(before, {"a": False, "b": True, "d": False}) == (["d"], ["b"])
+    with pytest.raises(AssertionError, match="pause and resume: paused, yet"):
+        verdict.counts_must_hold(before, {"a": False}, 5.0)
