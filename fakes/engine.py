@@ -207,6 +207,7 @@ class Engine:
         self._event_ids = itertools.count(1)
         self._counter = itertools.count(1)
         self._wake = asyncio.Event()
+        self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self._stall_pending = False
 
@@ -230,6 +231,9 @@ class Engine:
             self._task = asyncio.get_running_loop().create_task(self._loop(), name=f"engine-{self.engine_id}")
 
     async def stop(self) -> None:
+        # NB: Python 3.11's wait_for can swallow a cancel that lands as the loop is woken; the flag ends the loop anyway.
+        self._stopping = True
+        self._wake.set()
         await event_loop.cancel(self._task)
         self._task = None
         for seq in [*self.running, *self.waiting]:
@@ -401,7 +405,7 @@ class Engine:
     # -- the scheduler loop -----------------------------------------------------------------------
     async def _loop(self) -> None:
         cfg = self.config
-        while True:
+        while not self._stopping:
             if not self.running and not self.waiting:
                 self._wake.clear()
                 try:

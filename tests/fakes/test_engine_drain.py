@@ -254,11 +254,14 @@ async def test_a_fresh_prefilled_kv_handle_counts_as_in_flight_until_it_is_pulle
         assert engine_.handles_pinned_within(0.0) == 0, "an old, never pulled handle does not hold a drain"
         engine_.release_handle(seq.stream.handle.handle_id, engine_.layout)
         assert engine_.handles_pinned_within(10.0) == 0
-        # NB: release wakes the scheduler loop; stopping it in the same turn can lose the cancellation
-        # to Python 3.11's asyncio.wait_for race (the loop then never ends), so let the wake-up land first.
-        await asyncio.sleep(0.05)
+        # NB: release wakes the scheduler loop and stop() follows in the same turn: the case where Python 3.11's
+        # wait_for could swallow the cancellation; Engine.stop() must still end the loop.
     finally:
-        await engine_.stop()
+        # NB: with the race, the first cancel is lost and stop() hangs until wait_for cancels it again (5 s);
+        # without it, stop() takes milliseconds. 2.5 s separates the two on any machine.
+        start = time.monotonic()
+        await asyncio.wait_for(engine_.stop(), 5.0)
+        assert time.monotonic() - start < 2.5, "Engine.stop() lost its cancellation to the scheduler loop's wake-up"
 
 
 # --- the file format -----------------------------------------------------------------------------
