@@ -49,6 +49,12 @@ def _bench_gang(args: argparse.Namespace) -> int:
     return gang_bench.run(args)
 
 
+def _bench_rollout(args: argparse.Namespace) -> int:
+    from conformance import rollout_bench
+
+    return rollout_bench.run(args)
+
+
 def _proxy_serve(args: argparse.Namespace) -> int:
     from reference_impl.traffic_split import haproxy
 
@@ -87,7 +93,7 @@ def _certify(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from benchmarks import cluster_bench, engine_bench, gang_bench, router_bench
-    from conformance import certify
+    from conformance import certify, rollout_bench
     from fakes import serve
     from reference_impl.frontend import serve as frontend_serve
 
@@ -127,6 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench_gang = bench.add_parser("gang", help="Volcano on 256 nodes / 2,048 GPUs: a 64-pod gang bound, seed 004's table scenario")
     gang_bench.add_arguments(bench_gang)
     bench_gang.set_defaults(run=_bench_gang)
+    bench_rollout = bench.add_parser(
+        "rollout", help="one block-size rollout of the suite's DGD under streaming load; the proxy's cost against direct requests"
+    )
+    rollout_bench.add_arguments(bench_rollout)
+    bench_rollout.set_defaults(run=_bench_rollout)
 
     from fixtures.cluster import commands as cluster_commands
 

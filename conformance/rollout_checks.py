@@ -70,7 +70,7 @@ async def versions_running(env: ClusterEnvironment, scenario: Scenario, new: boo
 
 async def deploy(env: ClusterEnvironment, timeouts: Timeouts, dgd: dict[str, Any]) -> str:
     await kc.create(env, kc.DGD, dgd)
-    url = await address(env, dgd["metadata"]["name"], timeouts.operator_reconcile_s)
+    url = await address(env, dgd["metadata"]["name"], timeouts.pods_ready_s)  # NB: the proxy pod must run first
     await kc.wait_for(lambda: versions_running(env, BLOCK_SIZE, new=False), timeouts.pods_ready_s, "the DGD's 5 pods Ready")
     return url
 

@@ -42,6 +42,8 @@ SPEC_HASH_ANNOTATION = "servecert.io/component-spec"
 WORKERS_REVISION_LABEL = "servecert.io/workers-revision"
 FRONTEND_REVISION_LABEL = "servecert.io/frontend-revision"
 PROXY = "proxy"
+PROXY_LABEL = "servecert.io/dgd-proxy"
+"""On the DGD's proxy pod: the DGD's name."""
 PROXY_PORT = 8000
 FRONTEND_PORT = 8000
 """Where frontends listen (the pod runner's default port for the frontend image)."""
@@ -158,7 +160,8 @@ def proxy_pod(dgd: Mapping[str, Any], images: Images) -> dict[str, Any]:
         "metadata": {
             "name": f"{meta['name']}-{PROXY}",
             "namespace": meta["namespace"],
-            "labels": {kn.DGD_NAME_LABEL: meta["name"], kn.COMPONENT_LABEL: PROXY, kn.COMPONENT_TYPE_LABEL: PROXY},
+            # NB: not the DGD-name label: selecting a DGD's pods by it gives its components, as before the proxy existed.
+            "labels": {PROXY_LABEL: meta["name"], kn.COMPONENT_TYPE_LABEL: PROXY},
             "ownerReferences": [owner_reference(dgd, f"{kn.DGD_GROUP}/{kn.DGD_VERSION}", kn.DGD_KIND)],
         },
         "spec": {"containers": [container], "restartPolicy": "Always", "terminationGracePeriodSeconds": 5},

@@ -118,10 +118,11 @@ class Reconciler:
             return
         levels = self._dgd_levels(dgd) if self.behaviour.topology_env else None
         existing = self._owned_pods(meta["namespace"], f"{kn.DGD_NAME_LABEL}={meta['name']}", meta["uid"])
-        proxy = next((p for p in existing if p["metadata"]["name"] == dgd_pods.proxy_pod(dgd, self.images)["metadata"]["name"]), None)
+        proxies = self._owned_pods(meta["namespace"], f"{dgd_pods.PROXY_LABEL}={meta['name']}", meta["uid"])
+        proxy = proxies[0] if proxies else None
         if proxy is None:
             self._create_pod(meta["namespace"], dgd_pods.proxy_pod(dgd, self.images))
-        plan = dgd_rollout.plan(dgd, [p for p in existing if p is not proxy], levels, self.images, self.behaviour.isolate_rollouts)
+        plan = dgd_rollout.plan(dgd, existing, levels, self.images, self.behaviour.isolate_rollouts)
         # NB: weights first: they already leave out the workers this step deletes, so no frontend keeps traffic for them.
         proxy_note = self._sync_proxy(dgd, proxy, existing, plan)
         for pod in plan.create:

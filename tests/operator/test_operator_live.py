@@ -116,14 +116,9 @@ def test_deleting_a_dgd_removes_everything_it_owns(
     api: Any, operator: tuple[operator_install.InstalledOperator, list[str]], namespace: str
 ) -> None:
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
-    dgd = {
-        "apiVersion": f"{kn.DGD_GROUP}/{kn.DGD_VERSION}",
-        "kind": kn.DGD_KIND,
-        "metadata": {"name": "owned"},
-        "spec": {"components": [{"name": "decode", "type": "decode", "replicas": 2, "image": "servecert/pause-like", "args": []}]},
-    }
+    dgd = _pause_like_dgd("owned", frontend=True)
     custom.create_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, dgd)
-    wait_until(lambda: len(core.list_namespaced_pod(namespace).items) == 2, "the DGD's 2 pods")
+    wait_until(lambda: len(core.list_namespaced_pod(namespace).items) == 4, "the DGD's 4 pods (frontend, 2 decode, its proxy)")
     custom.delete_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, "owned")
     wait_until(lambda: not core.list_namespaced_pod(namespace).items, "the garbage collector to remove the DGD's pods")
 
@@ -219,5 +214,36 @@ def test_the_planners_kubernetes_connector_scales_a_dgd_through_the_operator(
     wait_until(lambda: not asyncio.run(connector.in_progress()), "the connector to see its decision carried out")
     assert asyncio.run(connector.scale_to(1, 2)) == ISSUED
     wait_until(
-        lambda: counts() == {"prefill": 1, "decode": 2} and len(core.list_namespaced_pod(namespace).items) == 4, "scaled down to 1 + 2"
+        # NB: 5 pods: frontend, prefill, 2 decode, and the DGD's traffic proxy
+        lambda: counts() == {"prefill": 1, "decode": 2} and len(core.list_namespaced_pod(namespace).items) == 5, "scaled down to 1 + 2"
     )
+
+
+def _pause_like_dgd(name: str, frontend: bool) -> dict[str, Any]:
+    components = [{"name": "decode", "type": "decode", "replicas": 2, "image": "servecert/pause-like", "args": []}]
+    if frontend:
+        components.insert(0, {"name": "frontend", "type": "frontend", "replicas": 1, "image": "servecert/pause-like", "args": []})
+    return {
+        "apiVersion": f"{kn.DGD_GROUP}/{kn.DGD_VERSION}",
+        "kind": kn.DGD_KIND,
+        "metadata": {"name": name},
+        "spec": {"components": components},
+    }
+
+
+def test_a_dgd_of_workers_only_is_refused_as_the_shared_frontend_pattern(
+    api: Any, operator: tuple[operator_install.InstalledOperator, list[str]], namespace: str
+) -> None:
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    custom.create_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, _pause_like_dgd("workers", False))
+
+    def refused() -> dict[str, Any] | None:
+        found = custom.get_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, "workers")
+        conditions = (found.get("status") or {}).get("conditions") or []
+        return next((c for c in conditions if c.get("reason") == "SharedFrontendUnsupported"), None)
+
+    condition = wait_until(refused, "status condition SharedFrontendUnsupported (seed 001 4.2)")
+    assert condition["type"] == "Ready" and condition["status"] == "False"
+    assert "add a component of type frontend" in condition["message"]
+    time.sleep(2.0)  # NB: a few resyncs: still nothing created
+    assert not core.list_namespaced_pod(namespace).items

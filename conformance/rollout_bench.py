@@ -1,0 +1,116 @@
+"""``servecert bench rollout``: one block-size rollout of the suite's DGD under streaming load, and what the proxy costs.
+
+Figures (never pass/fail), on an embedded cluster this command starts and takes down by name:
+
+1. the rollout (ROLLOUT-ISOLATION's ``RolloutBlockSize`` scenario, run by the suite's own code
+   against the reference operator): requests sent and failed, seconds from the spec change to the
+   new version alone, the new version's observed share of served requests per second (from the
+   engines' ground truth), the weights the operator set at each step (its Events on the DGD), and
+   the verdict (the list of broken rules, empty when clean);
+2. the proxy's cost, after the rollout: ``--requests`` streaming completions sent one at a time,
+   alternately straight to the frontend pod and through the DGD's address (HAProxy), from this
+   process: median time to first token and to the end of the stream each way, and the ratios
+   proxied / direct — the baseline is measured in the same run, so the figure survives a noisy
+   machine.
+
+It lives in ``conformance/``, not ``benchmarks/``, because it drives the suite's own scenario
+(benchmarks sit below the suite in the import layers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--requests", type=int, default=100, help="requests each way for the proxy's cost")
+    p.add_argument("--json", type=Path, help="also write the figures here")
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+async def _timed(session: aiohttp.ClientSession, url: str, model: str) -> tuple[float, float]:
+    """(time to first token, time to the end of the stream) of one streaming completion, seconds."""
+    from fixtures import traffic
+
+    start = time.perf_counter()
+    outcome = await traffic.complete(session, url, model, traffic.unique_prompt(tag="bench"), max_tokens=8)
+    if not outcome.ok or outcome.ttft_s is None:
+        raise RuntimeError(f"a request to {url} failed: {outcome.error or outcome.status}")
+    return outcome.ttft_s, time.perf_counter() - start
+
+
+async def proxy_cost(direct: str, proxied: str, model: str, requests: int) -> dict[str, float]:
+    ttft: dict[str, list[float]] = {"direct": [], "proxied": []}
+    total: dict[str, list[float]] = {"direct": [], "proxied": []}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as session:
+        for i in range(2 * requests):
+            way, url = ("direct", direct) if i % 2 == 0 else ("proxied", proxied)
+            first, end = await _timed(session, url, model)
+            ttft[way].append(first)
+            total[way].append(end)
+    med = {f"{k}_{w}_ms": round(1000 * statistics.median(v[w]), 2) for k, v in (("ttft", ttft), ("total", total)) for w in v}
+    med["ttft_proxied_over_direct"] = round(statistics.median(ttft["proxied"]) / statistics.median(ttft["direct"]), 3)
+    med["total_proxied_over_direct"] = round(statistics.median(total["proxied"]) / statistics.median(total["direct"]), 3)
+    return med
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance import cluster_checks as kc
+    from conformance import rollout_checks, rollout_scenarios, rollout_verdict
+    from conformance.suite.timeouts import Timeouts
+    from fixtures import operator_install
+    from fixtures.cluster import embedded, state, topology
+    from fixtures.cluster.backends import Cluster
+    from fixtures.cluster_env import ClusterEnvironment, ClusterSession
+
+    name = f"bench-rollout-{uuid.uuid4().hex[:6]}"
+    figures: dict[str, Any] = {}
+    _say(f"cluster {name} ...")
+    try:
+        cluster_state = embedded.up(name, topology.TopologySpec(), progress=_say)
+        cluster = Cluster(name, "embedded", Path(cluster_state.kubeconfig), cluster_state)
+        api = cluster.api()
+        operator, _ = operator_install.install(api)
+        session = ClusterSession(cluster, api, operator)
+        env = ClusterEnvironment(session)
+        try:
+            _say("rolling block size 16 -> 32 under streaming load ...")
+            evidence = asyncio.run(rollout_checks.run_in(env, Timeouts(), rollout_scenarios.BLOCK_SIZE))
+            figures["rollout"] = {
+                "requests_sent": len(evidence.sent),
+                "requests_failed": sum(1 for s in evidence.sent if not s.ok),
+                "duration_s": round(evidence.finished_at - evidence.changed_at, 2),
+                "observed_new_share_by_second": rollout_verdict.observed_shares(evidence),
+                "operator_steps": evidence.steps,
+                "verdict": rollout_verdict.verdict(evidence),
+            }
+            pods = asyncio.run(kc.pods(env))
+            frontend = next(p for p in pods if rollout_scenarios.ctype(p) == "frontend" and rollout_verdict.serving(p))
+            address = asyncio.run(rollout_checks.address(env, rollout_scenarios.DGD_NAME, 30.0))
+            _say(f"proxy cost: {args.requests} requests each way ...")
+            direct = f"http://{frontend['status']['podIP']}:8000"
+            figures["proxy"] = asyncio.run(proxy_cost(direct, address, rollout_scenarios.MODEL, args.requests))
+        finally:
+            asyncio.run(env.close())
+            session.close()
+    finally:
+        with contextlib.suppress(state.ClusterStateError):
+            embedded.down(name)
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
