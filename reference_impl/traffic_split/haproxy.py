@@ -16,7 +16,9 @@ last minutes; ``option http-server-close`` is not set, so each stream keeps its 
 A request a frontend answers 404 or 503 before streaming (a frontend that has just lost its last
 worker, or not yet discovered its first) or whose connection fails is tried again on another
 frontend (``retry-on``, ``option redispatch``): a weight change is never quite simultaneous with
-what the frontends see.
+what the frontends see. ``option http-no-delay``: each SSE event is forwarded at once; without it
+the first token waited for the client's delayed ACK of the headers (time to first token 205 ms
+through the proxy against 43 ms direct on this machine; with it, 44 ms — ``servecert bench rollout``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def render(host: str, port: int, admin_port: int, slots: int) -> str:
 
 defaults
     mode http
+    option http-no-delay
     timeout connect 5s
     timeout client 1h
     timeout server 1h

@@ -173,3 +173,33 @@ def test_a_missing_haproxy_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, cap
     args = argparse.Namespace(host="127.0.41.250", port=PORT, admin_port=ADMIN, slots=2, config_dir=None)
     assert haproxy.serve(args) == 2
     assert "apt-get install haproxy" in capsys.readouterr().err
+
+
+async def test_the_operators_sync_fills_weights_drains_and_frees_slots(proxy: Proxy) -> None:
+    """``reference_impl.operator.proxy_weights.sync``: what the rollout controller does to HAProxy each reconcile."""
+    from reference_impl.operator import proxy_weights
+
+    frontends = {
+        "fe-old": proxy_weights.Frontend("fe-old", proxy.old, PORT),
+        "fe-new": proxy_weights.Frontend("fe-new", proxy.new, PORT),
+    }
+    assert await proxy_weights.sync(proxy.api, frontends, {"fe-old": 192, "fe-new": 64}, set()) == {}
+    servers = {(s.address, s.weight) for s in (await proxy.api.servers()).values() if s.operational}
+    assert servers == {(proxy.old, 192), (proxy.new, 64)}
+    async with ClientSession() as session:
+        seen = await _count(proxy, session, 40)
+        assert seen == {"old": 30, "new": 10}, seen
+        # The old frontend retires: drained while a stream is on it, its open stream counted, then its slot freed.
+        await proxy_weights.sync(proxy.api, frontends, {"fe-old": 256, "fe-new": 0}, set())
+        streaming = asyncio.create_task(_stream(proxy, session))
+        await asyncio.sleep(0.5)
+        open_streams = await proxy_weights.sync(proxy.api, frontends, {"fe-new": 256}, {"fe-old"})
+        assert open_streams == {"fe-old": 1}
+        assert (await _count(proxy, session, 10)) == {"new": 10}
+        lines = await streaming
+        assert lines[-1] == "data: [DONE]" and len(lines) == EVENTS + 1, lines
+        assert await proxy_weights.sync(proxy.api, frontends, {"fe-new": 256}, {"fe-old"}) == {"fe-old": 0}
+    del frontends["fe-old"]  # the pod is gone
+    await proxy_weights.sync(proxy.api, frontends, {"fe-new": 256}, set())
+    in_service = [s for s in (await proxy.api.servers()).values() if not s.admin_state & MAINT_FLAG]
+    assert [(s.address, s.weight) for s in in_service] == [(proxy.new, 256)]
