@@ -49,6 +49,15 @@ class ServeProcess:
     urls: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
 
+    @property
+    def url(self) -> str:
+        return self.urls[0]
+
+    def output(self) -> str:
+        """Everything the process printed; call once it has exited."""
+        out, err = self.proc.communicate(timeout=5)
+        return "".join(self.lines) + out + err
+
 
 def serve_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "conformance", "engine", "serve", *args]
@@ -57,9 +66,17 @@ def serve_command(*args: str) -> list[str]:
 @contextmanager
 def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[ServeProcess]:
     """Run ``servecert engine serve ARGS`` until it prints ``ready``; stop it (by pid) afterwards."""
-    full_env = {**os.environ, **(env or {})}
-    proc = subprocess.Popen(serve_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
+    with started(serve_command(*args), env) as served:
+        yield served
+
+
+@contextmanager
+def started(cmd: list[str], env: dict[str, str] | None = None, kill: bool = False) -> Iterator[ServeProcess]:
+    """Run a ``servecert ... serve`` command until it prints ``ready`` (collecting ``url=`` lines); afterwards
+    SIGTERM it (or SIGKILL with ``kill``: tests that end the process themselves), by pid, if it still runs."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
     served = ServeProcess(proc)
+    what = " ".join(cmd[3:5])
     try:
         deadline = time.monotonic() + PROCESS_START_SECONDS
         assert proc.stdout is not None
@@ -67,18 +84,21 @@ def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[Ser
             line = proc.stdout.readline()
             if not line:
                 err = proc.stderr.read() if proc.stderr else ""
-                raise AssertionError(f"engine serve exited with {proc.wait()} before ready: {err}")
+                raise AssertionError(f"{what} exited with {proc.wait()} before ready: {''.join(served.lines)}{err}")
             served.lines.append(line)
             if "url=" in line:
                 served.urls.append(line.split("url=", 1)[1].strip())
             if line.startswith("ready"):
                 break
         else:
-            raise AssertionError("engine serve not ready in time")
+            raise AssertionError(f"{what} not ready in time")
         yield served
     finally:
         if proc.poll() is None:
-            proc.terminate()
+            if kill:
+                proc.kill()
+            else:
+                proc.terminate()
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:

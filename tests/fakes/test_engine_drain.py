@@ -19,7 +19,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from fakes.engine import Engine
 from fakes.host import EngineHost
 from fakes.timing import Constant
 from fixtures import traffic
-from tests.conftest import PROCESS_START_SECONDS, config, serve_command
+from tests.conftest import ServeProcess, config, serve_command, started
 from tests.fakes import engine_helpers
 
 MODEL = "m"
@@ -50,46 +49,11 @@ def address(slot: int) -> str:
     return f"127.0.77.{10 + (n % 12) * 20 + slot}"
 
 
-@dataclass
-class Served:
-    proc: subprocess.Popen[str]
-    url: str = ""
-    lines: list[str] = field(default_factory=list)
-
-    def output(self) -> str:
-        """Everything the process printed; call once it has exited."""
-        out, err = self.proc.communicate(timeout=5)
-        return "".join(self.lines) + out + err
-
-
 @contextmanager
-def engine(slot: int, *args: str) -> Iterator[Served]:
+def engine(slot: int, *args: str) -> Iterator[ServeProcess]:
     """``servecert engine serve`` on ``address(slot)`` until it prints ``ready``; killed by pid if still running at the end."""
-    cmd = serve_command("--model", MODEL, "--host", address(slot), "--port", "0", *args)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    served = Served(proc)
-    try:
-        deadline = time.monotonic() + PROCESS_START_SECONDS
-        assert proc.stdout is not None
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                raise AssertionError(f"engine serve exited with {proc.wait()} before ready: {served.output()}")
-            served.lines.append(line)
-            if "url=" in line:
-                served.url = line.split("url=", 1)[1].strip()
-            if line.startswith("ready"):
-                break
-        else:
-            raise AssertionError("engine serve not ready in time")
+    with started(serve_command("--model", MODEL, "--host", address(slot), "--port", "0", *args), kill=True) as served:
         yield served
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
 
 
 async def exited(proc: subprocess.Popen[str], within_s: float) -> int | None:

@@ -24,7 +24,7 @@ import pytest
 
 from fakes import groundtruth
 from fixtures import traffic
-from tests.conftest import PROCESS_START_SECONDS, ServeProcess, serve_process
+from tests.conftest import ServeProcess, serve_process, started
 
 MODEL = "m"
 STREAM_TOKENS = 25
@@ -54,33 +54,8 @@ def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pa
 def frontend(slot: int, folder: Path, *args: str) -> Iterator[ServeProcess]:
     """``servecert frontend serve`` with POD_NAME set, until it prints ``ready``; killed by pid if still running at the end."""
     cmd = [sys.executable, "-m", "conformance", "frontend", "serve", "--host", address(slot), "--port", "0"]
-    env = {**os.environ, "POD_NAME": f"frontend-pod-{slot}"}
-    proc = subprocess.Popen(
-        [*cmd, "--discovery-dir", str(folder), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
-    served = ServeProcess(proc)
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + PROCESS_START_SECONDS
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                raise AssertionError(f"frontend exited with {proc.wait()} before ready: {proc.communicate()}")
-            served.lines.append(line)
-            if "url=" in line:
-                served.urls.append(line.split("url=", 1)[1].strip())
-            if line.startswith("ready"):
-                break
-        else:
-            raise AssertionError("frontend not ready in time")
+    with started([*cmd, "--discovery-dir", str(folder), *args], {"POD_NAME": f"frontend-pod-{slot}"}, kill=True) as served:
         yield served
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
 
 
 async def routable(http: aiohttp.ClientSession, url: str) -> None:
