@@ -13,7 +13,6 @@ pytest-xdist worker) on a free port. Every wait is bounded.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import time
@@ -31,6 +30,7 @@ from fakes.host import EngineHost
 from fakes.timing import Constant
 from fixtures import traffic
 from tests.conftest import ServeProcess, config, serve_command, started
+from tests.drain_helpers import address, exited
 from tests.fakes import engine_helpers
 
 MODEL = "m"
@@ -42,28 +42,11 @@ SIGNAL_AFTER_S = 0.5
 EXIT_WAIT_S = 10.0
 
 
-def address(slot: int) -> str:
-    """127.0.77.x, distinct per test ``slot`` (0-9 here, 10-19 in tests/reference/test_frontend_drain.py) and xdist worker."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
-    n = int(worker) if worker.isdigit() else 0
-    return f"127.0.77.{10 + (n % 12) * 20 + slot}"
-
-
 @contextmanager
 def engine(slot: int, *args: str) -> Iterator[ServeProcess]:
     """``servecert engine serve`` on ``address(slot)`` until it prints ``ready``; killed by pid if still running at the end."""
     with started(serve_command("--model", MODEL, "--host", address(slot), "--port", "0", *args), kill=True) as served:
         yield served
-
-
-async def exited(proc: subprocess.Popen[str], within_s: float) -> int | None:
-    """The exit status once ``proc`` ends, or None after ``within_s`` (polled, bounded)."""
-    for _ in range(int(within_s / 0.05) + 1):
-        code = proc.poll()
-        if code is not None:
-            return code
-        await asyncio.sleep(0.05)
-    return proc.poll()
 
 
 async def stream_with_signals(url: str, proc: subprocess.Popen[str], signals: int = 1) -> tuple[traffic.Outcome, float]:

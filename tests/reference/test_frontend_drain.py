@@ -10,9 +10,7 @@ distinct per test and pytest-xdist worker, on free ports. Every wait is bounded.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -25,19 +23,13 @@ import pytest
 from fakes import groundtruth
 from fixtures import traffic
 from tests.conftest import ServeProcess, serve_process, started
+from tests.drain_helpers import address, exited
 
 MODEL = "m"
 STREAM_TOKENS = 25
 LONG_STREAM_TOKENS = 100  # ~10 s: a drain would wait for it, a cut does not
 SIGNAL_AFTER_S = 0.5
 EXIT_WAIT_S = 10.0
-
-
-def address(slot: int) -> str:
-    """127.0.77.x, distinct per test ``slot`` (10-19 here, 0-9 in tests/fakes/test_engine_drain.py) and xdist worker."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
-    n = int(worker) if worker.isdigit() else 0
-    return f"127.0.77.{10 + (n % 12) * 20 + slot}"
 
 
 @pytest.fixture(scope="module")
@@ -66,15 +58,6 @@ async def routable(http: aiohttp.ClientSession, url: str) -> None:
                 return
         await asyncio.sleep(0.05)
     raise AssertionError("the frontend never discovered the engine")
-
-
-async def exited(proc: subprocess.Popen[str], within_s: float) -> int | None:
-    for _ in range(int(within_s / 0.05) + 1):
-        code = proc.poll()
-        if code is not None:
-            return code
-        await asyncio.sleep(0.05)
-    return proc.poll()
 
 
 async def test_sigterm_mid_stream_lets_the_stream_finish_and_refuses_new_connections(workers: tuple[Path, Path]) -> None:
