@@ -11,7 +11,10 @@ Figures (never pass/fail), on an embedded cluster this command starts and takes 
    alternately straight to the frontend pod and through the DGD's address (HAProxy), from this
    process: median time to first token and to the end of the stream each way, and the ratios
    proxied / direct — the baseline is measured in the same run, so the figure survives a noisy
-   machine.
+   machine;
+3. with ``--locust-users N``: locust's ``rollout`` load profile (``servecert load run rollout``, the
+   nightly runs' tool) runs beside the suite's traffic through the same rollout; its report folder
+   and ``summary.json`` (requests, failures, goodput) are part of the figures.
 
 It lives in ``conformance/``, not ``benchmarks/``, because it drives the suite's own scenario
 (benchmarks sit below the suite in the import layers).
@@ -24,9 +27,11 @@ import asyncio
 import contextlib
 import json
 import statistics
+import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +40,33 @@ import aiohttp
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--requests", type=int, default=100, help="requests each way for the proxy's cost")
+    p.add_argument("--locust-users", type=int, default=0, help="also run locust's rollout profile with this many users (0: off)")
+    p.add_argument("--locust-duration", type=float, default=60.0, help="seconds of the locust run (it starts before the change)")
+    p.add_argument("--locust-report", type=Path, default=Path("reports/load/rollout-bench"), help="the locust run's report folder")
     p.add_argument("--json", type=Path, help="also write the figures here")
+
+
+def _locust(args: argparse.Namespace, model: str) -> tuple[Callable[[str], None], Callable[[], dict[str, Any]]]:
+    """Start ``servecert load run rollout`` against the DGD's address once the suite's traffic runs; then its summary."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(url: str) -> None:
+        cmd = [sys.executable, "-m", "conformance", "load", "run", "rollout", "--host", url, "--users", str(args.locust_users)]
+        cmd += ["--duration", str(args.locust_duration), "--model", model, "--report-dir", str(args.locust_report)]
+        started.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+    def finish() -> dict[str, Any]:
+        if not started:
+            return {}
+        try:
+            code = started[0].wait(timeout=args.locust_duration + 120)
+        except subprocess.TimeoutExpired:
+            started[0].kill()
+            code = started[0].wait()
+        summary = args.locust_report / "summary.json"
+        return {"exit": code, "report": str(args.locust_report), "summary": json.loads(summary.read_text()) if summary.is_file() else None}
+
+    return start, finish
 
 
 def _say(line: str) -> None:
@@ -89,7 +120,9 @@ def run(args: argparse.Namespace) -> int:
         env = ClusterEnvironment(session)
         try:
             _say("rolling block size 16 -> 32 under streaming load ...")
-            evidence = asyncio.run(rollout_checks.run_in(env, Timeouts(), rollout_scenarios.BLOCK_SIZE))
+            start_locust, finish_locust = _locust(args, rollout_scenarios.MODEL)
+            on_traffic = start_locust if args.locust_users > 0 else None
+            evidence = asyncio.run(rollout_checks.run_in(env, Timeouts(), rollout_scenarios.BLOCK_SIZE, on_traffic=on_traffic))
             figures["rollout"] = {
                 "requests_sent": len(evidence.sent),
                 "requests_failed": sum(1 for s in evidence.sent if not s.ok),
@@ -98,6 +131,9 @@ def run(args: argparse.Namespace) -> int:
                 "operator_steps": evidence.steps,
                 "verdict": rollout_verdict.verdict(evidence),
             }
+            if on_traffic is not None:
+                _say("waiting for the locust run to end ...")
+                figures["locust"] = finish_locust()
             pods = asyncio.run(kc.pods(env))
             frontend = next(p for p in pods if rollout_scenarios.ctype(p) == "frontend" and rollout_verdict.serving(p))
             address = asyncio.run(rollout_checks.address(env, rollout_scenarios.DGD_NAME, 30.0))

@@ -88,14 +88,22 @@ async def run(ctx: TestContext, scenario: Scenario, mid_way: MidWay | None = Non
 
 
 async def run_in(
-    env: ClusterEnvironment, timeouts: Timeouts, scenario: Scenario, mid_way: MidWay | None = None, final_new: bool = True
+    env: ClusterEnvironment,
+    timeouts: Timeouts,
+    scenario: Scenario,
+    mid_way: MidWay | None = None,
+    final_new: bool = True,
+    on_traffic: Callable[[str], None] | None = None,
 ) -> Evidence:
-    """``run`` outside the runner: the suite's own reliability tests drive an operator they kill and restart."""
+    """``run`` outside the runner: the suite's own reliability tests drive an operator they kill and restart;
+    ``servecert bench rollout`` adds locust's ``rollout`` profile beside the suite's traffic (``on_traffic(url)``)."""
     dgd = base_dgd()
     url = await deploy(env, timeouts, dgd)
     history = kc.PodHistory(env).start()
     wall_offset = time.time() - time.monotonic()
     load = await StreamingTraffic(url, MODEL, concurrency=CONCURRENCY, request_timeout_s=timeouts.request_s).start()
+    if on_traffic is not None:
+        on_traffic(url)
     try:
         await asyncio.sleep(WARM_S)
         changed = copy.deepcopy(dgd)
