@@ -43,6 +43,10 @@ def settings_for(args: argparse.Namespace) -> kopf.OperatorSettings:
     settings.watching.client_timeout = 15
     settings.networking.request_timeout = 10
     settings.networking.connect_timeout = 5
+    # NB: kopf retries a failed API request 8 times over ~54 s by default, and its start-up CRD watch is refused by
+    # design (the ClusterRole grants CRDs get only); handlers were seen held until that watch gave up (a 62 s stall
+    # under load in make test). Short retries: the watch gives up within ~2 s; reconciliation is level-based anyway.
+    settings.networking.error_backoffs = (0.2, 0.5, 1.0)
     settings.admission.server = kopf.WebhookServer(
         addr="127.0.0.1", port=args.webhook_port, host="127.0.0.1", certfile=str(args.cert), pkeyfile=str(args.key), cafile=str(args.cert)
     )
