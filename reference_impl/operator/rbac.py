@@ -2,8 +2,9 @@
 
 Reads: its resources (watch), pods (watch, to inject topology and count readiness), nodes (get,
 the injector's source of truth; list only for the broken before-binding variant), ClusterTopology
-(get), the ClusterTopology CRD (get: "Grove installed?"), namespaces (list/watch: kopf resolves
-the namespace glob). Writes: pods (create, delete, patch labels), PodGroups, the status
+(get), the ClusterTopology CRD (get: "Grove installed?"), namespaces (list/watch; kept for
+kopf's namespace patterns, which the reference no longer uses: it watches cluster-wide and filters
+by namespace itself, see ``handlers``). Writes: pods (create, delete, patch labels), PodGroups, the status
 subresources, Events (create only: one per rollout step). Nothing else: no secrets, no webhook
 configurations (the installer, with admin rights, registers the webhook).
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import logging
 import sys
 from pathlib import Path
@@ -43,10 +44,17 @@ def settings_for(args: argparse.Namespace) -> kopf.OperatorSettings:
     settings.watching.client_timeout = 15
     settings.networking.request_timeout = 10
     settings.networking.connect_timeout = 5
-    # NB: kopf retries a failed API request 8 times over ~54 s by default, and its start-up CRD watch is refused by
-    # design (the ClusterRole grants CRDs get only); handlers were seen held until that watch gave up (a 62 s stall
-    # under load in make test). Short retries: the watch gives up within ~2 s; reconciliation is level-based anyway.
+    # NB: no namespace or CRD scanning: the operator watches cluster-wide and filters by namespace itself
+    # (handlers.build_registry). With kopf's own namespace patterns, a namespace created after start-up was seen
+    # unserved for over a minute under load (make test: DGDs not reconciled within 60 s), and its CRD watch is
+    # refused by design (CRDs: get only) and retried for ~54 s. Short API retries: reconciliation is level-based.
+    settings.scanning.disabled = True
     settings.networking.error_backoffs = (0.2, 0.5, 1.0)
+    # NB: cluster-wide, kopf annotates every DGD/InferenceService it sees, other instances' too: each instance keeps
+    # its state under its own annotation prefix, so two operators on one cluster never read each other's progress.
+    prefix = f"{hashlib.sha256(','.join(sorted(args.namespaces)).encode()).hexdigest()[:8]}.servecert.io"
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=prefix)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=prefix, key="last-handled-configuration")
     settings.admission.server = kopf.WebhookServer(
         addr="127.0.0.1", port=args.webhook_port, host="127.0.0.1", certfile=str(args.cert), pkeyfile=str(args.key), cafile=str(args.cert)
     )
@@ -74,8 +82,6 @@ def main(args: argparse.Namespace) -> int:
     from reference_impl.operator.reconcile import Reconciler
 
     reconciler = Reconciler(kube_access.api_client(args.kubeconfig), behaviour, dgd_pods.Images(args.frontend_image, args.worker_image))
-    registry = handlers.build_registry(reconciler, args.kubeconfig, args.resync)
-    asyncio.run(
-        kopf.operator(registry=registry, settings=settings_for(args), standalone=True, clusterwide=False, namespaces=args.namespaces)
-    )
+    registry = handlers.build_registry(reconciler, args.kubeconfig, args.resync, args.namespaces)
+    asyncio.run(kopf.operator(registry=registry, settings=settings_for(args), standalone=True, clusterwide=True))
     return 0
