@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from benchmarks import figures as figures_mod
 from fixtures.cluster import topology
 
 # NB: the kubernetes client (~0.8 s to import) and the modules using it are imported inside the
@@ -156,7 +157,4 @@ def run(args: argparse.Namespace) -> int:
     finally:
         with contextlib.suppress(state.ClusterStateError):
             embedded.down(name)
-    print(json.dumps(figures, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0
+    return figures_mod.emit(figures, args.json)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import json
 import statistics
 import sys
 import time
@@ -31,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks import figures as figures_mod
 from fixtures.cluster import topology
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
@@ -208,7 +208,4 @@ def run(args: argparse.Namespace) -> int:
     figures["table_s"] = round(statistics.median(table), 3)
     runs = {"gang_s": gang, "independent_s": independent, "table_s": table}
     figures["runs"] = {key: [round(x, 3) for x in values] for key, values in runs.items()}
-    print(json.dumps(figures, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0
+    return figures_mod.emit(figures, args.json)

@@ -37,6 +37,8 @@ from typing import Any
 
 import aiohttp
 
+from benchmarks import figures as figures_mod
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--requests", type=int, default=100, help="requests each way for the proxy's cost")
@@ -146,7 +148,4 @@ def run(args: argparse.Namespace) -> int:
     finally:
         with contextlib.suppress(state.ClusterStateError):
             embedded.down(name)
-    print(json.dumps(figures, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0
+    return figures_mod.emit(figures, args.json)

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.cluster_checks import pod_ready
 from conformance.rollout_scenarios import PAUSE, TARGETS, Scenario, ctype
 from conformance.rollout_traffic import Sent
 from fakes import groundtruth
@@ -79,19 +80,15 @@ class Timeline:
         return out
 
 
-def _ready(pod: Mapping[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
-
-
 def serving(pod: Mapping[str, Any]) -> bool:
-    return _ready(pod) and not pod["metadata"].get("deletionTimestamp")
+    return pod_ready(pod) and not pod["metadata"].get("deletionTimestamp")
 
 
 def side_counts(state: Mapping[str, Mapping[str, Any]], scenario: Scenario, only_ready: bool) -> dict[tuple[bool | None, str], int]:
     counts: Counter[tuple[bool | None, str]] = Counter()
     for pod in state.values():
         kind = ctype(pod)
-        if not kind or pod["metadata"].get("deletionTimestamp") or (only_ready and not _ready(pod)):
+        if not kind or pod["metadata"].get("deletionTimestamp") or (only_ready and not pod_ready(pod)):
             continue
         counts[(scenario.version(pod), kind)] += 1
     return dict(counts)

@@ -132,11 +132,12 @@ def desired_pods(
     isolate: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """name -> pod manifest for every replica of every component of the spec's revision (``counts`` overrides replicas)."""
+    revs = revisions(dgd)
     pods: dict[str, dict[str, Any]] = {}
     for component in components(dgd):
         wanted = replicas(component) if counts is None else counts.get(str(component["name"]), replicas(component))
         for index in range(wanted):
-            pod = component_pod(dgd, component, index, levels, images, isolate)
+            pod = component_pod(dgd, component, index, levels, images, revs, isolate)
             pods[pod["metadata"]["name"]] = pod
     return pods
 
@@ -179,11 +180,11 @@ def component_pod(
     index: int,
     levels: Sequence[str] | None,
     images: Images,
+    revs: Revisions,
     isolate: bool = True,
 ) -> dict[str, Any]:
     meta = dgd["metadata"]
     ctype = str(component["type"])
-    revs = revisions(dgd)
     dyn_ns = dynamo_namespace(dgd, revs.workers, isolate)
     topo = transfer_topology(dgd) if levels is not None else None
     env = _base_env(dyn_ns)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import kube_names as kn
-from reference_impl.operator import dgd_pods, rollout_plan
+from reference_impl.operator import dgd_pods, inference_service, rollout_plan
 from reference_impl.operator.rollout_plan import Side, Situation, Step
 from reference_impl.traffic_split import weights as weight_split
 
@@ -75,14 +75,13 @@ def view(pod: Mapping[str, Any]) -> PodView:
     meta, status = pod["metadata"], pod.get("status") or {}
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
     since = annotations.get(DRAINING_ANNOTATION)
-    conditions = status.get("conditions") or []
     return PodView(
         name=meta["name"],
         component=str(labels.get(kn.COMPONENT_LABEL, "")),
         ctype=str(labels.get(kn.COMPONENT_TYPE_LABEL, "")),
         revisions=dgd_pods.pod_revisions(pod),
         dynamo_namespace=str(labels.get(kn.DYNAMO_NAMESPACE_LABEL, "")),
-        ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+        ready=inference_service.pod_ready(pod),
         deleting=bool(meta.get("deletionTimestamp")),
         ip=str(status.get("podIP") or ""),
         draining_since=float(since) if since else None,
@@ -97,6 +96,8 @@ class Plan:
     """Frontend pods to take out of the proxy (weight 0) and delete once idle or after the grace period."""
     weights: dict[str, int] = field(default_factory=dict)
     """Frontend pod name -> proxy weight (0..256), for ready frontends only."""
+    frontends: dict[str, PodView] = field(default_factory=dict)
+    """Every live frontend pod, by name: what the proxy's slots and the drains are made of."""
     step: Step | None = None
     status: dict[str, Any] = field(default_factory=dict)
 
@@ -137,14 +138,16 @@ def plan(
     live = [v for v in views if not v.deleting]
     workers = [v for v in live if not v.is_frontend and v.ctype != dgd_pods.PROXY]
     frontends = [v for v in live if v.is_frontend]
-    worker_targets = {str(c["name"]): dgd_pods.replicas(c) for c in dgd_pods.components(dgd) if c.get("type") != dgd_pods.FRONTEND}
-    frontend_targets = {str(c["name"]): dgd_pods.replicas(c) for c in dgd_pods.components(dgd) if c.get("type") == dgd_pods.FRONTEND}
+    worker_targets = _targets(dgd, frontend=False)
+    frontend_targets = _targets(dgd, frontend=True)
     new_workers = [v for v in workers if v.revisions.workers == target.workers]
     old_workers = [v for v in workers if v.revisions.workers != target.workers]
-    out = Plan()
+    target_set = (target.workers, target.frontend)
+    target_frontends_ready = _all_ready(frontends, target_set, frontend_targets)
+    out = Plan(frontends={v.name: v for v in frontends})
     counts: dict[str, int] = dict(worker_targets)
     if old_workers:
-        out.step = rollout_plan.next_step(_situation(dgd, worker_targets, old_workers, new_workers, frontends, target))
+        out.step = rollout_plan.next_step(_situation(dgd, worker_targets, old_workers, new_workers, target_frontends_ready))
         counts = out.step.new
         out.delete += _scale_down(old_workers, out.step.old)
     counts.update(frontend_targets)
@@ -152,8 +155,6 @@ def plan(
     have = {v.name for v in live}
     out.create = [pod for name, pod in desired.items() if name not in have]
     out.delete += [v.name for v in live if _same_set(v, target) and v.name not in desired]
-    target_set = (target.workers, target.frontend)
-    target_frontends_ready = _all_ready(frontends, target_set, frontend_targets)
     for v in frontends:
         if v.set_key != target_set and not _still_needed(v, old_workers, target_frontends_ready):
             out.drain.append(v.name)
@@ -161,6 +162,11 @@ def plan(
     out.weights = _weights(frontends, [w for w in workers if w.name not in going], set(out.drain), set(worker_targets))
     out.status = _status(dgd, target, out, old_workers, new_workers, frontends, target_frontends_ready, isolate)
     return out
+
+
+def _targets(dgd: Mapping[str, Any], frontend: bool) -> dict[str, int]:
+    """Replicas by component name, of the frontend components or of the worker components."""
+    return {str(c["name"]): dgd_pods.replicas(c) for c in dgd_pods.components(dgd) if (c.get("type") == dgd_pods.FRONTEND) == frontend}
 
 
 def _same_set(v: PodView, target: dgd_pods.Revisions) -> bool:
@@ -173,16 +179,14 @@ def _situation(
     targets: Mapping[str, int],
     old: Sequence[PodView],
     new: Sequence[PodView],
-    frontends: Sequence[PodView],
-    target: dgd_pods.Revisions,
+    frontend_ready: bool,
 ) -> Situation:
     strat = strategy(dgd)
-    frontend_targets = {str(c["name"]): dgd_pods.replicas(c) for c in dgd_pods.components(dgd) if c.get("type") == dgd_pods.FRONTEND}
     return Situation(
         target=dict(targets),
         old=_sides(old),
         new=_sides(new),
-        frontend_ready=_all_ready(frontends, (target.workers, target.frontend), frontend_targets),
+        frontend_ready=frontend_ready,
         paused=strat.paused,
         max_surge=strat.max_surge,
         max_unavailable=strat.max_unavailable,

@@ -8,7 +8,6 @@ posted is logged and dropped: it is a report, never a reason to fail a reconcili
 from __future__ import annotations
 
 import datetime
-import itertools
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -19,17 +18,15 @@ from protocol import kube_names as kn
 
 log = logging.getLogger("servecert.operator")
 SOURCE = "servecert-reference-operator"
-_serial = itertools.count(1)
 
 
 def post(core: Any, obj: Mapping[str, Any], reason: str, message: str, kind: str = kn.DGD_KIND) -> None:
     meta = obj["metadata"]
-    moment = datetime.datetime.now(datetime.UTC)
-    now = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     body = {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{meta['name']}.{moment:%Y%m%d%H%M%S%f}.{next(_serial)}", "namespace": meta["namespace"]},
+        "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
         "involvedObject": {
             "apiVersion": obj.get("apiVersion", f"{kn.DGD_GROUP}/{kn.DGD_VERSION}"),
             "kind": kind,

@@ -124,7 +124,7 @@ class Reconciler:
             self._create_pod(meta["namespace"], dgd_pods.proxy_pod(dgd, self.images))
         plan = dgd_rollout.plan(dgd, existing, levels, self.images, self.behaviour.isolate_rollouts)
         # NB: weights first: they already leave out the workers this step deletes, so no frontend keeps traffic for them.
-        proxy_note = self._sync_proxy(dgd, proxy, existing, plan)
+        proxy_note = self._sync_proxy(dgd, proxy, plan)
         for pod in plan.create:
             self._create_pod(meta["namespace"], pod)
         for name in plan.delete:
@@ -137,15 +137,13 @@ class Reconciler:
         self._record_step(dgd, status)
         self._patch_status(kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL, meta, status)
 
-    def _sync_proxy(
-        self, dgd: Mapping[str, Any], proxy: Mapping[str, Any] | None, pods: list[dict[str, Any]], plan: dgd_rollout.Plan
-    ) -> str:
+    def _sync_proxy(self, dgd: Mapping[str, Any], proxy: Mapping[str, Any] | None, plan: dgd_rollout.Plan) -> str:
         """Weights and drains through HAProxy's runtime API; deletes drained frontends whose streams ended. Returns a note."""
         ip = ((proxy or {}).get("status") or {}).get("podIP")
         if proxy is None or not ip or not inference_service.pod_ready(proxy):
             return "the traffic proxy is not ready yet"
-        views = {v.name: v for v in (dgd_rollout.view(p) for p in pods)}
-        frontends = {n: proxy_weights.Frontend(n, v.ip, dgd_pods.FRONTEND_PORT) for n, v in views.items() if v.is_frontend and v.ip}
+        views = plan.frontends
+        frontends = {n: proxy_weights.Frontend(n, v.ip, dgd_pods.FRONTEND_PORT) for n, v in views.items() if v.ip}
         api = RuntimeApi(ip, dgd_pods.PROXY_ADMIN_PORT)
         try:
             open_streams = asyncio.run(proxy_weights.sync(api, frontends, plan.weights, set(plan.drain)))
