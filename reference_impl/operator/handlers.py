@@ -4,10 +4,10 @@ Data flow: kopf watches DGDs, InferenceServices and pods cluster-wide, and every
 ``when`` filter keeps the objects of the namespaces (globs) the operator is given — not kopf's own
 namespace patterns, whose discovery of a namespace created after start-up was seen to lag past a
 minute under load (no namespace or CRD scanning at all: ``run.settings_for``). On create/update/resume
-of a DGD or InferenceService, and every ``resync_s`` on a timer,
-the handler calls the idempotent ``Reconciler`` (so a lost event or a restart only delays
-convergence). Pod events of pods that ask for topology labels go to the injector. The two
-validating handlers back the webhook: they raise ``kopf.AdmissionError`` with every error the
+of a DGD or InferenceService, and every ``resync_s`` on a timer, the handler calls the idempotent
+``Reconciler`` (so a lost event or a restart only delays convergence), one call per object at a
+time, on the object fetched afresh (``one_at_a_time``). Pod events of pods that ask for topology
+labels go to the injector. The two validating handlers back the webhook: they raise ``kopf.AdmissionError`` with every error the
 ``admission`` module finds. Building the registry in a function (not at import) lets tests and
 the broken variants in ``tests/nonconforming`` run the same handlers with another ``Behaviour``.
 """
@@ -23,6 +23,7 @@ import kopf
 
 from protocol import kube_names as kn
 from reference_impl.operator import admission, kube_access
+from reference_impl.operator.one_at_a_time import OneAtATime
 from reference_impl.operator.reconcile import Reconciler
 from reference_impl.operator.topology_injection import CLUSTER_TOPOLOGY_ANNOTATION
 
@@ -44,8 +45,9 @@ def build_registry(
     def login(**_: Any) -> kopf.ConnectionInfo:
         return kube_access.connection_info(kubeconfig)
 
-    _reconcile_on(registry, DGD, reconciler.reconcile_dgd, resync_s, mine)
-    _reconcile_on(registry, ISVC, reconciler.reconcile_inference_service, resync_s, mine)
+    serial = OneAtATime()
+    _reconcile_on(registry, DGD, reconciler, reconciler.reconcile_dgd, resync_s, mine, serial)
+    _reconcile_on(registry, ISVC, reconciler, reconciler.reconcile_inference_service, resync_s, mine, serial)
 
     @kopf.on.event("", "v1", "pods", annotations={CLUSTER_TOPOLOGY_ANNOTATION: kopf.PRESENT}, when=mine, registry=registry)
     def pod_event(body: kopf.Body, type: str | None, **_: Any) -> None:
@@ -75,14 +77,22 @@ def _in_namespaces(patterns: Sequence[str]) -> Callable[..., bool]:
 def _reconcile_on(
     registry: kopf.OperatorRegistry,
     resource: tuple[str, str, str],
+    reconciler: Reconciler,
     reconcile: Callable[[dict[str, Any]], None],
     resync_s: float,
     mine: Callable[..., bool],
+    serial: OneAtATime,
 ) -> None:
-    """Run ``reconcile`` on create, spec update and resume of ``resource``, and every ``resync_s``, in our namespaces."""
+    """Run ``reconcile`` on create, spec update and resume of ``resource``, and every ``resync_s``, in our namespaces.
+
+    One at a time per object and on the object as it is now (``one_at_a_time``): kopf's timer runs
+    beside its change handlers.
+    """
 
     def handler(body: kopf.Body, **_: Any) -> None:
-        reconcile(dict(body))
+        meta = body["metadata"]
+        namespace, name, uid = meta["namespace"], meta["name"], meta["uid"]
+        serial.run((resource, namespace, name), lambda: reconciler.latest(resource, namespace, name, uid), reconcile)
 
     plural = resource[2]
     kopf.on.resume(*resource, id=f"{plural}-resume", backoff=BACKOFF_S, when=mine, registry=registry)(handler)

@@ -64,6 +64,19 @@ class Reconciler:
             raise
         return found
 
+    def latest(self, resource: tuple[str, str, str], namespace: str, name: str, uid: str) -> dict[str, Any] | None:
+        """The object as the API server has it now; None once it is gone or replaced by another of the same name."""
+        group, version, plural = resource
+        try:
+            found: dict[str, Any] = self.custom.get_namespaced_custom_object(
+                group, version, namespace, plural, name, _request_timeout=TIMEOUT_S
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return found if found["metadata"].get("uid") == uid else None
+
     def domains(self, name: str) -> list[str] | None:
         found = self.cluster_topology(name)
         return None if found is None else [level.domain for level in topology_injection.levels_of(found)]
