@@ -147,10 +147,10 @@ class Frontend:
         assert self.session is not None
         try:
             async with self.session.post(worker.url + path, json=body) as resp:
-                data = await resp.json(content_type=None)
+                text = await resp.text()
                 if resp.status != 200:
-                    raise UpstreamError(resp.status, data if isinstance(data, dict) else {"error": {"message": str(data)}})
-                return dict(data)
+                    raise upstream_error(worker.engine_id, resp.status, text)
+                return dict(json.loads(text))
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
             raise _unreachable(worker, exc) from None
 
@@ -175,6 +175,21 @@ def _error(message: str, code: str, status: int) -> dict[str, Any]:
 
 def _unreachable(worker: WorkerInfo, exc: BaseException) -> UpstreamError:
     return UpstreamError(502, _error(f"worker {worker.engine_id} unreachable: {exc!r}", "worker_unreachable", 502))
+
+
+def upstream_error(engine_id: str, status: int, text: str) -> UpstreamError:
+    """An engine's error answer as the client gets it: its JSON error, else a 502 quoting what it sent.
+
+    A dying engine's server can answer with its own plain-text page ("500 Internal Server
+    Error"); reading that as JSON raised inside the handler and the client got aiohttp's bare 500.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        return UpstreamError(status, data)
+    return UpstreamError(502, _error(f"worker {engine_id} answered {status}: {' '.join(text.split())[:200]}", "upstream_error", 502))
 
 
 def create_app(frontend: Frontend) -> web.Application:
@@ -306,8 +321,11 @@ async def _relay(
         raise _unreachable(worker, exc) from None
     async with upstream:
         if upstream.status != 200:
-            data = await upstream.json(content_type=None)
-            raise UpstreamError(upstream.status, data if isinstance(data, dict) else _error(str(data), "upstream_error", 502))
+            try:
+                text = await upstream.text()
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise _unreachable(worker, exc) from None
+            raise upstream_error(worker.engine_id, upstream.status, text)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
         final = await _pump(upstream, resp, writer)

@@ -18,6 +18,7 @@ from fixtures.observe import GroundTruth
 from fixtures.process_env import ProcessEnvironment
 from fixtures.reference_adapter import ReferenceDeployment, ReferenceImplementation
 from protocol import tokenizer
+from reference_impl.frontend import app as frontend_app
 from tests.conftest import serve_process
 
 MODEL = "m"
@@ -168,3 +169,21 @@ def test_a_bad_router_variable_stops_the_frontend_with_a_message(tmp_path: Path)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=env, check=False)
     assert done.returncode == 2
     assert "DYN_ROUTER_KV_TRANSFER_MISMATCH_POLICY" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "expected_status", "code"),
+    [
+        (500, "500 Internal Server Error\n\nServer got itself in trouble", 502, "upstream_error"),
+        (503, '{"error": {"message": "draining", "code": "engine_draining"}}', 503, "engine_draining"),
+        (500, "[1, 2]", 502, "upstream_error"),
+    ],
+)
+def test_an_engine_error_reaches_the_client_as_a_json_error_whatever_its_body(
+    status: int, text: str, expected_status: int, code: str
+) -> None:
+    err = frontend_app.upstream_error("e-1", status, text)
+    assert err.status == expected_status
+    assert err.body["error"]["code"] == code
+    if code == "upstream_error":
+        assert "e-1" in err.body["error"]["message"]
