@@ -32,6 +32,8 @@ its engine served afterwards (a rolling update deletes workers mid-test). So eve
 container gets ``SERVECERT_GROUNDTRUTH_FILE=<groundtruth_dir(pods_dir)>/<ns>_<name>_<uid8>.jsonl``
 (unless the pod sets it), a folder beside the pods' that the runner never deletes; a restarted
 container appends to the same file. ``fakes.groundtruth.read_json_lines`` reads the folder.
+Container logs outlive the pod the same way, for whoever debugs a failed run: when a pod goes, its
+``<container>.log`` files move to ``<pod_logs_dir(pods_dir)>/<ns>_<name>_<uid8>/``.
 """
 
 from __future__ import annotations
@@ -141,6 +143,11 @@ class PodWork:
 def groundtruth_dir(pods_dir: Path) -> Path:
     """The folder of the fake engines' ground-truth files: beside ``pods_dir``, so deleting a pod's directory keeps them."""
     return pods_dir.parent / "groundtruth"
+
+
+def pod_logs_dir(pods_dir: Path) -> Path:
+    """The folder where a deleted pod's container logs are kept (``cluster down`` removes it with the rest)."""
+    return pods_dir.parent / "pod-logs"
 
 
 def is_runnable(pod: Mapping[str, Any], registry: Mapping[str, images.ImageSpec]) -> bool:
@@ -444,7 +451,15 @@ class PodRunner:
     def forget(self, work: PodWork) -> None:
         self.work.pop(work.uid, None)
         self.ips.release(work.ip)
+        self.keep_logs(work)
         shutil.rmtree(work.directory, ignore_errors=True)
+
+    def keep_logs(self, work: PodWork) -> None:
+        kept = pod_logs_dir(self.pods_dir) / work.directory.name
+        for log_file in work.directory.glob("*.log"):
+            with contextlib.suppress(OSError):
+                kept.mkdir(parents=True, exist_ok=True)
+                shutil.move(log_file, kept / log_file.name)
 
     def shutdown(self) -> None:
         for work in list(self.work.values()):

@@ -1,4 +1,4 @@
-"""The pod runner points every fake-engine container at a ground-truth file that outlives the pod.
+"""The pod runner points every fake-engine container at a ground-truth file that outlives the pod, and keeps a deleted pod's logs.
 
 Unit level, no cluster: ``PodRunner.container_run`` builds a container's command and env from
 the pod object (the API client is never called).
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fakes.pod_runner.images import FAKE_ENGINE_IMAGE, FRONTEND_IMAGE
-from fakes.pod_runner.runner import ENV_GROUNDTRUTH_FILE, PodRunner, PodWork, groundtruth_dir
+from fakes.pod_runner.runner import ENV_GROUNDTRUTH_FILE, PodRunner, PodWork, groundtruth_dir, pod_logs_dir
 
 
 @pytest.fixture
@@ -45,3 +45,15 @@ def test_a_pods_own_value_wins_and_other_images_get_none(runner: PodRunner, tmp_
     assert runner.container_run(_work(tmp_path), own).env[ENV_GROUNDTRUTH_FILE] == "/mine.jsonl"
     front = runner.container_run(_work(tmp_path), {"name": "frontend", "image": FRONTEND_IMAGE})
     assert ENV_GROUNDTRUTH_FILE not in front.env
+
+
+def test_a_forgotten_pods_container_logs_are_kept_and_its_folder_goes(runner: PodRunner, tmp_path: Path) -> None:
+    folder = runner.pods_dir / "ns_w-0_01234567"
+    folder.mkdir(parents=True)
+    (folder / "main.log").write_text("Traceback: boom\n")
+    (folder / "config.json").write_text("{}")
+    runner.forget(_work(folder))
+    assert not folder.exists()
+    kept = pod_logs_dir(runner.pods_dir) / "ns_w-0_01234567"
+    assert [f.name for f in kept.iterdir()] == ["main.log"]
+    assert (kept / "main.log").read_text() == "Traceback: boom\n"
