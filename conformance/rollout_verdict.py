@@ -8,8 +8,8 @@ them prefixed with the scenario's seed 001 mode, so a failure names the mode. Th
 
 * zero failed requests (status 200, no error event, ``[DONE]``);
 * every request preprocessed with the card of the worker that served it (3.1), and no ready
-  worker starved for ``STARVE_S`` while traffic ran (3.1 as Dynamo shows it: the new card is
-  discarded and its workers get nothing);
+  worker starved for ``STARVE_S`` while traffic ran and its version could serve (3.1 as Dynamo
+  shows it: the new card is discarded and its workers get nothing);
 * no KV transfer between different layouts (3.2);
 * no protocol mismatch, no frontend talking to workers of both versions or of the other version (3.3);
 * the share of requests served by the new version within ``SHARE_TOLERANCE`` of the ready
@@ -177,7 +177,12 @@ def _served_by(ev: Evidence) -> Counter[str]:
 
 
 def _starved_workers(ev: Evidence) -> list[str]:
-    """A worker Ready (and not terminating) for STARVE_S of traffic that served nothing: its card was discarded."""
+    """A worker Ready (and not terminating) for STARVE_S of traffic that served nothing: its card was discarded.
+
+    Only time while its version could serve counts: a serving worker of every worker component
+    (seed 001 4.3.3 gives a set without one no traffic, e.g. a prefill whose decode never became
+    ready before a rollback removed it).
+    """
     if not ev.scenario.workers_change:
         return []
     served = _served_by(ev)
@@ -188,21 +193,28 @@ def _starved_workers(ev: Evidence) -> list[str]:
         if previous is not None:
             t0, before = previous
             span = max(0.0, min(t, end) - max(t0, start))
-            for name, pod in before.items():
-                if ctype(pod) in ("prefill", "decode") and serving(pod):
-                    ready_for[name] += span
+            for name in _could_serve(before, ev.scenario):
+                ready_for[name] += span
         previous = (t, state)
     if previous is not None:
         t0, before = previous
-        for name, pod in before.items():
-            if ctype(pod) in ("prefill", "decode") and serving(pod):
-                ready_for[name] += max(0.0, end - max(t0, start))
+        for name in _could_serve(before, ev.scenario):
+            ready_for[name] += max(0.0, end - max(t0, start))
     starved = sorted(name for name, s in ready_for.items() if s >= STARVE_S and served[name] == 0)
     if not starved:
         return []
     pods = ev.timeline.every_pod()
     detail = ", ".join(f"{n} ({'new' if ev.scenario.is_new(pods[n]) else 'old'}, ready {ready_for[n]:.1f}s)" for n in starved)
     return [f"workers ready while traffic ran served no request (their model card was discarded?): {detail}"]
+
+
+def _could_serve(state: Mapping[str, Mapping[str, Any]], scenario: Scenario) -> list[str]:
+    """Serving workers whose version has a serving worker of every worker component at this moment."""
+    workers = {name: pod for name, pod in state.items() if ctype(pod) in TARGETS and serving(pod)}
+    kinds: dict[bool | None, set[str]] = defaultdict(set)
+    for pod in workers.values():
+        kinds[scenario.version(pod)].add(str(ctype(pod)))
+    return [name for name, pod in workers.items() if kinds[scenario.version(pod)] >= set(TARGETS)]
 
 
 def _layout_mismatches(ev: Evidence) -> list[str]:

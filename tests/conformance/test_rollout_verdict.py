@@ -114,6 +114,19 @@ def test_a_ready_worker_that_served_nothing_is_starved() -> None:
     must_name(ev, "served no request", "decode-new-1 (new")
 
 
+def test_a_ready_worker_whose_version_cannot_serve_is_not_starved() -> None:
+    """A rollback: a new prefill Ready whose decode never was gets no traffic (its set's weight is 0)."""
+    old_only = side(False)
+    with_prefill = {**old_only, "fe-new": pod("fe-new", "frontend", True), "prefill-new-0": pod("prefill-new-0", "prefill", True)}
+    ev = clean()
+    ev.timeline = verdict.Timeline([(0.0, with_prefill)])
+    ev.records = [(p, r) for p, r in ev.records if "new" not in p]
+    assert not any("served no request" in p for p in verdict.verdict(ev))
+    with_decode = {**with_prefill, "decode-new-0": pod("decode-new-0", "decode", True)}
+    ev.timeline = verdict.Timeline([(0.0, with_decode)])
+    must_name(ev, "served no request", "prefill-new-0 (new", "decode-new-0 (new")
+
+
 def test_a_kv_transfer_across_layouts_is_named() -> None:
     ev = clean()
     name, body = ev.records[-2]
