@@ -46,6 +46,12 @@ class Behaviour:
     """The scheduler of gang-scheduled pods (unless the InferenceService names one)."""
     isolate_rollouts: bool = True
     """Seed 001 4.1.2: each worker revision in its own dynamo namespace; False rolls in place in one (broken)."""
+    honour_pause: bool = True
+    """``spec.rolloutStrategy.paused`` holds every count; False steps on regardless (broken)."""
+    honour_max_unavailable: bool = True
+    """Old workers go only while ready capacity stays >= target - maxUnavailable; False removes them at will (broken)."""
+    new_frontend_first: bool = True
+    """Old frontends drain only once the spec's frontends are all ready; False drains them at once (broken)."""
 
 
 REFERENCE = Behaviour()

@@ -3,7 +3,7 @@
 Data flow::
 
     the DGD (spec: components, rolloutStrategy) + the pods it owns (labels: revisions, dynamo namespace)
-        -> plan(dgd, pods, levels, images, isolate)
+        -> plan(dgd, pods, levels, images, behaviour)
              worker pods of the spec's workers revision   = the new side
              worker pods of any other workers revision     = the old side (seed 001 4.1.2)
              rollout_plan.next_step(Situation)             -> new/old counts for this step
@@ -25,6 +25,7 @@ always gets a new dynamo namespace with its own frontend, whatever else changed.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,7 @@ from typing import Any
 
 from protocol import kube_names as kn
 from reference_impl.operator import dgd_pods, inference_service, rollout_plan
+from reference_impl.operator.behaviour import REFERENCE, Behaviour
 from reference_impl.operator.rollout_plan import Side, Situation, Step
 from reference_impl.traffic_split import weights as weight_split
 
@@ -131,8 +133,9 @@ def plan(
     pods: Sequence[Mapping[str, Any]],
     levels: Sequence[str] | None,
     images: dgd_pods.Images,
-    isolate: bool = True,
+    behaviour: Behaviour = REFERENCE,
 ) -> Plan:
+    isolate = behaviour.isolate_rollouts
     target = dgd_pods.revisions(dgd)
     views = [view(p) for p in pods]
     live = [v for v in views if not v.deleting]
@@ -147,7 +150,8 @@ def plan(
     out = Plan(frontends={v.name: v for v in frontends})
     counts: dict[str, int] = dict(worker_targets)
     if old_workers:
-        out.step = rollout_plan.next_step(_situation(dgd, worker_targets, old_workers, new_workers, target_frontends_ready))
+        situation = _situation(dgd, worker_targets, old_workers, new_workers, target_frontends_ready)
+        out.step = rollout_plan.next_step(_broken_as_asked(situation, behaviour))
         counts = out.step.new
         out.delete += _scale_down(old_workers, out.step.old)
     counts.update(frontend_targets)
@@ -156,12 +160,21 @@ def plan(
     out.create = [pod for name, pod in desired.items() if name not in have]
     out.delete += [v.name for v in live if _same_set(v, target) and v.name not in desired]
     for v in frontends:
-        if v.set_key != target_set and not _still_needed(v, old_workers, target_frontends_ready):
+        if v.set_key != target_set and not _still_needed(v, old_workers, target_frontends_ready or not behaviour.new_frontend_first):
             out.drain.append(v.name)
     going = set(out.delete)
     out.weights = _weights(frontends, [w for w in workers if w.name not in going], set(out.drain), set(worker_targets))
     out.status = _status(dgd, target, out, old_workers, new_workers, frontends, target_frontends_ready, isolate)
     return out
+
+
+def _broken_as_asked(s: Situation, behaviour: Behaviour) -> Situation:
+    """The reference keeps every rule; the broken variants in tests/nonconforming drop the one they name."""
+    if not behaviour.honour_pause:
+        s = dataclasses.replace(s, paused=False)
+    if not behaviour.honour_max_unavailable:
+        s = dataclasses.replace(s, max_unavailable=sum(s.target.values()))
+    return s
 
 
 def _targets(dgd: Mapping[str, Any], frontend: bool) -> dict[str, int]:

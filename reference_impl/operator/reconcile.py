@@ -135,7 +135,7 @@ class Reconciler:
         proxy = proxies[0] if proxies else None
         if proxy is None:
             self._create_pod(meta["namespace"], dgd_pods.proxy_pod(dgd, self.images))
-        plan = dgd_rollout.plan(dgd, existing, levels, self.images, self.behaviour.isolate_rollouts)
+        plan = dgd_rollout.plan(dgd, existing, levels, self.images, self.behaviour)
         # NB: weights first: they already leave out the workers this step deletes, so no frontend keeps traffic for them.
         proxy_note = self._sync_proxy(dgd, proxy, plan)
         for pod in plan.create:

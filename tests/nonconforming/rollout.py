@@ -1,10 +1,16 @@
-"""A deliberately non-conforming rollout: the reference operator rolling workers in place, in one dynamo namespace.
+"""Deliberately non-conforming rollouts: the reference operator with one rule of seed 001 broken each.
 
-``InPlace``: every revision of the workers (and each new frontend) joins the DGD's one dynamo
-namespace, as a plain Deployment's rolling update would leave them: old and new workers form one
-pool, discovered by every frontend. Everything else — the steps, maxSurge/maxUnavailable, the
-proxy's weights — is the reference's, so the only broken rule is seed 001 4.1.2's isolation.
-The suite must fail it on each of seed 001's three modes (``tests/operator/test_certify_rollout.py``).
+* ``InPlace``: every revision of the workers (and each new frontend) joins the DGD's one dynamo
+  namespace, as a plain Deployment's rolling update would leave them: old and new workers form one
+  pool, discovered by every frontend. The suite must fail it on each of seed 001's three modes.
+* ``IgnoresPause``: ``spec.rolloutStrategy.paused`` is not honoured; the rollout steps on.
+* ``ScalesDownFirst``: old workers go without waiting for new ones to be ready (maxUnavailable
+  ignored), so ready capacity dips below the target.
+* ``OldFrontendFirst``: a frontend-only change drains the old frontend at once, before the new one
+  is ready, so for a moment no frontend takes requests.
+
+Everything else — the steps, the proxy's weights, the drains — is the reference's.
+``tests/operator/test_certify_rollout.py`` certifies each on the tests that must catch it.
 """
 
 from __future__ import annotations
@@ -13,7 +19,22 @@ from fixtures.reference_adapter import ReferenceImplementation
 from reference_impl.operator.behaviour import Behaviour
 
 IN_PLACE = Behaviour(isolate_rollouts=False)
+IGNORES_PAUSE = Behaviour(honour_pause=False)
+SCALES_DOWN_FIRST = Behaviour(honour_max_unavailable=False)
+OLD_FRONTEND_FIRST = Behaviour(new_frontend_first=False)
 
 
 def InPlace() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:IN_PLACE")
+
+
+def IgnoresPause() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:IGNORES_PAUSE")
+
+
+def ScalesDownFirst() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:SCALES_DOWN_FIRST")
+
+
+def OldFrontendFirst() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:OLD_FRONTEND_FIRST")

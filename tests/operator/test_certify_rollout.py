@@ -56,3 +56,27 @@ def test_the_in_place_rollout_is_failed_on_every_mode_naming_it(cluster: Cluster
         mode for mode in MODES.values() for line in output.splitlines() if line.startswith("E ") and f"AssertionError: {mode}:" in line
     }
     assert named == set(MODES.values()), output[-4000:]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.xdist_group("rollout-broken")  # NB: not "rollout": the two groups can run on both workers
+@pytest.mark.parametrize(
+    ("adapter", "test", "mode", "rule_named"),
+    [
+        ("tests.nonconforming.rollout:IgnoresPause", "RolloutPauseResume", scenarios.PAUSE, "paused, yet"),
+        ("tests.nonconforming.rollout:ScalesDownFirst", "RolloutRollback", scenarios.ROLLBACK, "maxUnavailable 0 exceeded"),
+        ("tests.nonconforming.rollout:OldFrontendFirst", "RolloutFrontendImage", scenarios.FRONTEND, "requests failed"),
+    ],
+    ids=["ignores-pause", "scales-down-first", "old-frontend-first"],
+)
+def test_a_broken_rollout_is_failed_by_the_test_of_its_rule(
+    cluster: Cluster, tmp_path: Path, adapter: str, test: str, mode: str, rule_named: str
+) -> None:
+    if not cluster.has_pod_runner:
+        pytest.skip(f"backend {cluster.backend} has no pod runner")
+    code, report, output = certify(cluster, adapter, tmp_path, "--run-test", test)
+    assert code == 1, output[-4000:]
+    assert profile_of(report, PROFILE)["core"]["failedTests"] == [test], output[-4000:]
+    failures = [line for line in output.splitlines() if line.startswith("E ") and f"AssertionError: {mode}: " in line]
+    assert any(rule_named in line for line in failures), (mode, rule_named, failures, output[-3000:])

@@ -19,6 +19,7 @@ import pytest
 
 from protocol import kube_names as kn
 from reference_impl.operator import dgd_pods, dgd_rollout, rollout_plan
+from reference_impl.operator.behaviour import REFERENCE, Behaviour
 
 NS = "team"
 
@@ -41,9 +42,9 @@ def dgd(
 
 
 class Sim:
-    def __init__(self, spec: dict[str, Any], isolate: bool = True) -> None:
+    def __init__(self, spec: dict[str, Any], behaviour: Behaviour = REFERENCE) -> None:
         self.spec = spec
-        self.isolate = isolate
+        self.behaviour = behaviour
         self.pods: dict[str, dict[str, Any]] = {}
         self.ip = 0
         self.stuck: set[str] = set()
@@ -54,7 +55,7 @@ class Sim:
         for pod in self.pods.values():
             if pod["metadata"]["name"] not in self.stuck:
                 pod["status"] = {"conditions": [{"type": "Ready", "status": "True"}], "podIP": pod["status"]["podIP"]}
-        plan = dgd_rollout.plan(self.spec, list(self.pods.values()), None, dgd_pods.Images(), self.isolate)
+        plan = dgd_rollout.plan(self.spec, list(self.pods.values()), None, dgd_pods.Images(), self.behaviour)
         for pod in plan.create:
             self.ip += 1
             self.pods[pod["metadata"]["name"]] = {**copy.deepcopy(pod), "status": {"podIP": f"127.0.0.{self.ip}"}}
@@ -206,7 +207,7 @@ def test_a_new_frontend_that_never_becomes_ready_holds_the_workers() -> None:
 
 
 def test_the_in_place_variant_keeps_one_namespace() -> None:
-    sim = Sim(dgd(), isolate=False)
+    sim = Sim(dgd(), Behaviour(isolate_rollouts=False))
     sim.run()
     sim.spec = dgd(block="32")
     sim.run()
@@ -220,3 +221,29 @@ def test_the_in_place_variant_keeps_one_namespace() -> None:
 def test_strategy_reads_counts_and_percentages(raw: dict[str, Any], expected: tuple[int, int]) -> None:
     strategy = dgd_rollout.strategy(dgd(**raw))
     assert (strategy.max_surge, strategy.max_unavailable) == expected
+
+
+def test_the_broken_variants_each_break_their_rule() -> None:
+    """tests/nonconforming/rollout.py's operators, simulated: each breaks exactly the rule its name says."""
+    ignores_pause = Sim(dgd(), Behaviour(honour_pause=False))
+    ignores_pause.run()
+    ignores_pause.spec = dgd(block="32", paused=True)
+    assert any(p.create or p.delete for p in (ignores_pause.tick() for _ in range(4)))
+
+    scales_down_first = Sim(dgd())
+    scales_down_first.run()
+    start = len(scales_down_first.plans)
+    scales_down_first.behaviour = Behaviour(honour_max_unavailable=False)
+    scales_down_first.spec = dgd(block="32")
+    scales_down_first.run()
+    ready = [
+        Counter(p["metadata"]["labels"][kn.COMPONENT_LABEL] for p in state.values() if "conditions" in p["status"])
+        for state in scales_down_first.history[start:]
+    ]
+    assert any(r["prefill"] < 2 or r["decode"] < 2 for r in ready), ready
+
+    old_frontend_first = Sim(dgd(), Behaviour(new_frontend_first=False))
+    old_frontend_first.run()
+    old_frontend_first.spec = dgd(frontend_image="servecert/frontend:2")
+    plan = old_frontend_first.tick()
+    assert plan.drain and not plan.weights.get(plan.create[0]["metadata"]["name"]), "the old frontend drains before the new one is up"
