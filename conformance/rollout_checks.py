@@ -156,3 +156,18 @@ async def _some_new_ready(env: ClusterEnvironment, scenario: Scenario) -> bool:
 async def serving_pods(env: ClusterEnvironment) -> dict[str, bool]:
     """Name -> terminating? for every pod of the suite's images."""
     return {p["metadata"]["name"]: bool(p["metadata"].get("deletionTimestamp")) for p in await kc.pods(env) if ctype(p)}
+
+
+async def until_pods_ready(env: ClusterEnvironment, bound_s: float) -> float:
+    """Seconds until every pod of the suite's images that is not terminating is Ready, at most ``bound_s``.
+
+    A paused rollout's workers already on their way up still come up; only once they have can an
+    operator that ignores the pause show it, by taking its next step.
+    """
+    start = time.monotonic()
+    while time.monotonic() - start < bound_s:
+        pods = [p for p in await kc.pods(env) if ctype(p) and not p["metadata"].get("deletionTimestamp")]
+        if all(kc.pod_ready(p) for p in pods):
+            break
+        await asyncio.sleep(0.25)
+    return time.monotonic() - start

@@ -368,5 +368,5 @@ def counts_must_hold(before: Mapping[str, bool], after: Mapping[str, bool], held
     created, deleted = pods_changed(before, after)
     if created or deleted:
         raise AssertionError(
-            f"{PAUSE}: paused, yet within {held_s:g}s the operator created {created or 'nothing'} and deleted {deleted or 'nothing'}"
+            f"{PAUSE}: paused, yet within {held_s:.1f}s the operator created {created or 'nothing'} and deleted {deleted or 'nothing'}"
         )
