@@ -100,16 +100,25 @@ def test_killed_mid_reconcile_the_operator_converges_without_duplicates_or_orpha
         *(f"deepseek-r1-disagg-decode-0-0-{w}" for w in (1, 2, 3)),
     }
 
+    wanted_group = {"minMember": 6, "minTaskMember": {"prefill-0": 2, "decode-0": 4}}
+
+    def groups() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = custom.list_namespaced_custom_object(kn.PG_GROUP, kn.PG_VERSION, namespace, kn.PG_PLURAL)["items"]
+        return found
+
     def converged() -> bool:
+        # NB: the pods alone can match before the new operator's first reconcile (the killed one may have created
+        # exactly the decode-0 pods and none of decode-1's), while the PodGroup still has the old spec.
         pods = core.list_namespaced_pod(namespace).items
         names = [p.metadata.name for p in pods if p.metadata.deletion_timestamp is None]
-        return sorted(names) == sorted(expected) and len(pods) == len(expected)
+        group_specs = [{k: g["spec"].get(k) for k in wanted_group} for g in groups()]
+        return sorted(names) == sorted(expected) and len(pods) == len(expected) and group_specs == [wanted_group]
 
-    wait_until(converged, "exactly the 6 pods of prefill x1 (2 nodes) + decode x1 (4 nodes), nothing else")
-    groups = custom.list_namespaced_custom_object(kn.PG_GROUP, kn.PG_VERSION, namespace, kn.PG_PLURAL)["items"]
-    assert [g["metadata"]["name"] for g in groups] == ["deepseek-r1-disagg"]
-    assert groups[0]["spec"]["minTaskMember"] == {"prefill-0": 2, "decode-0": 4}
-    assert groups[0]["spec"]["minMember"] == 6
+    wait_until(converged, "exactly the 6 pods of prefill x1 (2 nodes) + decode x1 (4 nodes), nothing else, and one PodGroup of them")
+    found = groups()
+    assert [g["metadata"]["name"] for g in found] == ["deepseek-r1-disagg"]
+    assert found[0]["spec"]["minTaskMember"] == wanted_group["minTaskMember"]
+    assert found[0]["spec"]["minMember"] == 6
 
 
 def test_deleting_a_dgd_removes_everything_it_owns(
