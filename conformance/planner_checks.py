@@ -145,16 +145,36 @@ class ScenarioRun:
             needed = now
         return out
 
+    def judged(
+        self, start: float = 0.0, end: float | None = None, excused: list[tuple[float, float]] | None = None
+    ) -> list[load_generator.Result]:
+        """The requests sent in [start, end) (simulated s) outside the excused windows."""
+        end = self.end_s if end is None else end
+        windows = self.excused() if excused is None else excused
+        return [
+            r for r in self.results
+            if start <= self.sim(r.sent_s) < end and not any(a <= self.sim(r.sent_s) < b for a, b in windows)
+        ]
+
+    def misses(self, start: float = 0.0, end: float | None = None, most: int = 5) -> str:
+        """The judged requests that missed the SLA, worst TTFT first: sent at (s), TTFT and TPOT (simulated ms)."""
+        missed = [r for r in self.judged(start, end) if not self.within_sla(r)]
+        missed.sort(key=lambda r: -(r.ttft_s if r.ttft_s is not None else float("inf")))
+
+        def ms(value: float | None) -> str:
+            return "-" if value is None else f"{self.sim(value) * 1000:.0f}"
+
+        def why(r: load_generator.Result) -> str:
+            return "" if r.ok else f" failed: {r.error} {r.detail[:200]}".rstrip()
+
+        shown = [f"t={self.sim(r.sent_s):.1f}s ttft={ms(r.ttft_s)} tpot={ms(r.tpot_s)}{why(r)}" for r in missed[:most]]
+        return f"{len(missed)} missed: " + ", ".join(shown) if missed else "none missed"
+
     def attainment(
         self, start: float = 0.0, end: float | None = None, excused: list[tuple[float, float]] | None = None
     ) -> tuple[float, int]:
         """(share within SLA, count) of the requests sent in [start, end) outside the excused windows."""
-        end = self.end_s if end is None else end
-        windows = self.excused() if excused is None else excused
-        chosen = [
-            r for r in self.results
-            if start <= self.sim(r.sent_s) < end and not any(a <= self.sim(r.sent_s) < b for a, b in windows)
-        ]
+        chosen = self.judged(start, end, excused)
         if not chosen:
             return 1.0, 0
         return sum(self.within_sla(r) for r in chosen) / len(chosen), len(chosen)
