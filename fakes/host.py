@@ -78,27 +78,31 @@ class EngineHost:
         if runner is not None:
             await runner.cleanup()
 
-    def in_flight(self) -> int:
-        """Work in flight summed over every engine still served."""
-        return sum(server.in_flight(runner.app) for runner in self._runners.values())
+    def in_flight(self, engine: Engine | None = None) -> int:
+        """Work in flight of ``engine`` (if still served), or summed over every engine still served."""
+        runners = self._runners.values() if engine is None else [r for e, r in self._runners.items() if e == engine.engine_id]
+        return sum(server.in_flight(runner.app) for runner in runners)
 
-    async def drain(self, limit_s: float, quiet_s: float = DRAIN_QUIET_S, interrupt: asyncio.Event | None = None) -> int:
+    async def drain(
+        self, limit_s: float, quiet_s: float = DRAIN_QUIET_S, interrupt: asyncio.Event | None = None, engine: Engine | None = None
+    ) -> int:
         """Keep serving until nothing was in flight for ``quiet_s``, ``limit_s`` passed, or ``interrupt`` is set.
 
-        Returns the work still in flight when it gave up (0: drained).
+        Only ``engine``'s work counts when one is given (one terminating pod among many). Returns the
+        work still in flight when it gave up (0: drained).
         """
         deadline = time.monotonic() + limit_s
         quiet_since: float | None = None
         for _ in range(int(limit_s / DRAIN_POLL_S) + 2):  # NB: each turn waits DRAIN_POLL_S unless it is the last
             now = time.monotonic()
-            busy = self.in_flight()
+            busy = self.in_flight(engine)
             quiet_since = None if busy else (now if quiet_since is None else quiet_since)
             if quiet_since is not None and now - quiet_since >= quiet_s:
                 return 0
             if now >= deadline or (interrupt is not None and interrupt.is_set()):
                 return busy
             await _wait(interrupt, min(DRAIN_POLL_S, deadline - now))
-        return self.in_flight()
+        return self.in_flight(engine)
 
     async def close(self) -> None:
         for engine in list(self.engines):

@@ -190,6 +190,24 @@ async def test_a_drain_gives_up_at_its_limit_or_when_interrupted(host: EngineHos
         await asyncio.gather(task, return_exceptions=True)
 
 
+async def test_draining_one_engine_waits_for_its_work_only(host: EngineHost) -> None:
+    """A scale-down drains the removed engine; the others' streams must not hold it."""
+    busy = await host.add(config(time_scale=1.0, timing=Constant(10.0, 100.0)), address(7))
+    leaving = await host.add(config(time_scale=1.0, timing=Constant(10.0, 40.0)), address(8))
+    async with aiohttp.ClientSession() as http:
+        long_ = asyncio.create_task(traffic.complete(http, busy.url, MODEL, traffic.unique_prompt(), max_tokens=40))
+        short = asyncio.create_task(traffic.complete(http, leaving.url, MODEL, traffic.unique_prompt(), max_tokens=8))
+        for _ in range(100):  # bounded: until both arrived
+            if host.in_flight(busy) and host.in_flight(leaving):
+                break
+            await asyncio.sleep(0.01)
+        assert (host.in_flight(busy), host.in_flight(leaving)) == (1, 1)
+        assert await host.drain(5.0, quiet_s=0.1, engine=leaving) == 0
+        assert short.done() and (await short).ok, "the leaving engine's stream was served to its end"
+        assert not long_.done(), "the drain did not wait for the other engine's ~4 s stream"
+        assert (await long_).ok
+
+
 async def test_a_fresh_prefilled_kv_handle_counts_as_in_flight_until_it_is_pulled() -> None:
     engine_ = Engine(config(role="prefill"))
     await engine_.start()
