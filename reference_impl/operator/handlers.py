@@ -7,9 +7,10 @@ minute under load (no namespace or CRD scanning at all: ``run.settings_for``). O
 of a DGD or InferenceService, and every ``resync_s`` on a timer, the handler calls the idempotent
 ``Reconciler`` (so a lost event or a restart only delays convergence), one call per object at a
 time, on the object fetched afresh (``one_at_a_time``). Pod events of pods that ask for topology
-labels go to the injector. The two validating handlers back the webhook: they raise ``kopf.AdmissionError`` with every error the
-``admission`` module finds. Building the registry in a function (not at import) lets tests and
-the broken variants in ``tests/nonconforming`` run the same handlers with another ``Behaviour``.
+labels go to the injector. The two validating handlers back the webhook: they raise
+``kopf.AdmissionError`` with every error the ``admission`` module finds. Building the registry in
+a function (not at import) lets tests and the broken variants in ``tests/nonconforming`` run the
+same handlers with another ``Behaviour``.
 """
 
 from __future__ import annotations
