@@ -79,9 +79,11 @@ class EngineHost:
             await runner.cleanup()
 
     def in_flight(self, engine: Engine | None = None) -> int:
-        """Work in flight of ``engine`` (if still served), or summed over every engine still served."""
-        runners = self._runners.values() if engine is None else [r for e, r in self._runners.items() if e == engine.engine_id]
-        return sum(server.in_flight(runner.app) for runner in runners)
+        """Work in flight of ``engine`` (0 once it is no longer served), or summed over every engine still served."""
+        if engine is None:
+            return sum(server.in_flight(runner.app) for runner in self._runners.values())
+        runner = self._runners.get(engine.engine_id)
+        return server.in_flight(runner.app) if runner is not None else 0
 
     async def drain(
         self, limit_s: float, quiet_s: float = DRAIN_QUIET_S, interrupt: asyncio.Event | None = None, engine: Engine | None = None
