@@ -3,10 +3,11 @@
 Data flow: ``dgd_rollout.plan`` says which frontend pods serve with which weight and which
 drain; ``sync`` reads HAProxy's slots back (``show servers state``), points a free slot at each
 serving frontend that has none, sets weights that differ (``set weight``: new requests only,
-streams in flight stay where they are), drains the retiring ones, puts slots of pods that are
-gone back in maintenance, and returns the streams still open on each draining frontend (``show
-stat``) so the caller deletes a frontend only once they ended. Level-based like the rest of the
-operator: the proxy is read every time, so a restarted operator (or proxy) converges.
+streams in flight stay where they are) — raises before lowers, so no moment between two
+commands leaves every slot at 0 — drains the retiring ones, puts slots of pods that are gone back
+in maintenance, and returns the streams still open on each draining frontend (``show stat``) so
+the caller deletes a frontend only once they ended. Level-based like the rest of the operator:
+the proxy is read every time, so a restarted operator (or proxy) converges.
 """
 
 from __future__ import annotations
@@ -37,6 +38,20 @@ def _slot_of(servers: Mapping[str, Server], frontend: Frontend) -> str | None:
     return None
 
 
+def _raises_first(servers: Mapping[str, Server], frontends: Mapping[str, Frontend], weights: Mapping[str, int]) -> list[tuple[str, int]]:
+    """The weights in an order that never leaves the proxy with less than it will have: raises first, then lowers.
+
+    Each command takes effect alone; lowering one frontend to 0 before raising another from 0
+    would leave a moment with no server, which HAProxy answers with its own 503.
+    """
+
+    def serving_weight(name: str) -> int:
+        slot = _slot_of(servers, frontends[name])
+        return 0 if slot is None or servers[slot].admin_state & (MAINT | DRAIN) else servers[slot].weight
+
+    return sorted(weights.items(), key=lambda item: (item[1] < serving_weight(item[0]), item[0]))
+
+
 async def sync(api: RuntimeApi, frontends: Mapping[str, Frontend], weights: Mapping[str, int], draining: set[str]) -> dict[str, int]:
     """Apply; returns name -> streams in flight for each draining frontend that still has a slot."""
     servers = await api.servers()
@@ -45,7 +60,7 @@ async def sync(api: RuntimeApi, frontends: Mapping[str, Frontend], weights: Mapp
     for slot in free:
         if not servers[slot].admin_state & MAINT:
             await api.release(slot)
-    for name, weight in sorted(weights.items()):
+    for name, weight in _raises_first(servers, frontends, weights):
         frontend = frontends[name]
         found = _slot_of(servers, frontend)
         if found is None:
