@@ -27,6 +27,7 @@ from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
 
 log = logging.getLogger("servecert.operator")
 TIMEOUT_S = 10
+WEIGHTS_APPLIED = "weights applied"
 
 
 @dataclass
@@ -174,7 +175,7 @@ class Reconciler:
             if idle or now - since >= dgd_rollout.DRAIN_GRACE_S:
                 log.info("deleting drained frontend %s/%s (%s)", ns, name, "no stream left" if idle else "grace period over")
                 self._ignore(404, self.core.delete_namespaced_pod, name, ns)
-        return "weights applied"
+        return WEIGHTS_APPLIED
 
     def _record_step(self, dgd: Mapping[str, Any], status: dict[str, Any]) -> None:
         """An Event per rollout step: whenever phase, counts, weights or draining frontends differ from the last status."""
@@ -209,13 +210,12 @@ class Reconciler:
             ready = sum(1 for p in current if inference_service.pod_ready(p))
             components[component["name"]] = {"replicas": dgd_pods.replicas(component), "readyReplicas": ready, "existing": len(mine)}
         all_ready = all(c["readyReplicas"] >= c["replicas"] for c in components.values())
+        # NB: Ready means the DGD's address serves: ready pods behind a proxy that routes to none of them do not.
+        routing = proxy_note == WEIGHTS_APPLIED and any(w > 0 for w in plan.weights.values())
         rollout = {**plan.status, "proxy": proxy_note}
         phase = rollout["phase"]
-        ready_condition = {
-            "type": "Ready",
-            "status": "True" if all_ready else "False",
-            "reason": "ComponentsReady" if all_ready else "Progressing",
-        }
+        reason = "ComponentsReady" if all_ready and routing else "ProxyNotRouting" if all_ready else "Progressing"
+        ready_condition = {"type": "Ready", "status": "True" if all_ready and routing else "False", "reason": reason}
         progressing = {
             "type": "Progressing",
             "status": "False" if phase == rollout_plan.COMPLETE else "True",

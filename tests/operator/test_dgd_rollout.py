@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from protocol import kube_names as kn
-from reference_impl.operator import dgd_pods, dgd_rollout, rollout_plan
+from reference_impl.operator import dgd_pods, dgd_rollout, reconcile, rollout_plan
 from reference_impl.operator.behaviour import REFERENCE, Behaviour
 
 NS = "team"
@@ -42,23 +42,32 @@ def dgd(
 
 
 class Sim:
-    def __init__(self, spec: dict[str, Any], behaviour: Behaviour = REFERENCE) -> None:
+    def __init__(self, spec: dict[str, Any], behaviour: Behaviour = REFERENCE, lag: dict[str, int] | None = None) -> None:
         self.spec = spec
+        self.lag = lag or {}
+        """Ticks a new pod of this component takes to become Ready (default: the next tick)."""
+        self.born: dict[str, int] = {}
         self.behaviour = behaviour
         self.pods: dict[str, dict[str, Any]] = {}
         self.ip = 0
         self.stuck: set[str] = set()
         self.plans: list[dgd_rollout.Plan] = []
         self.history: list[dict[str, dict[str, Any]]] = []
+        self.seen: list[dict[str, dict[str, Any]]] = []
+        """The pods each plan was made from."""
 
     def tick(self) -> dgd_rollout.Plan:
         for pod in self.pods.values():
-            if pod["metadata"]["name"] not in self.stuck:
+            name = pod["metadata"]["name"]
+            late = len(self.plans) - self.born.get(name, 0) < self.lag.get(pod["metadata"]["labels"][kn.COMPONENT_LABEL], 1)
+            if name not in self.stuck and not late:
                 pod["status"] = {"conditions": [{"type": "Ready", "status": "True"}], "podIP": pod["status"]["podIP"]}
+        self.seen.append(copy.deepcopy(self.pods))
         plan = dgd_rollout.plan(self.spec, list(self.pods.values()), None, dgd_pods.Images(), self.behaviour)
         for pod in plan.create:
             self.ip += 1
             self.pods[pod["metadata"]["name"]] = {**copy.deepcopy(pod), "status": {"podIP": f"127.0.0.{self.ip}"}}
+            self.born[pod["metadata"]["name"]] = len(self.plans) + 1
         for name in plan.delete + plan.drain:
             self.pods.pop(name, None)
         self.plans.append(plan)
@@ -68,7 +77,8 @@ class Sim:
     def run(self, ticks: int = 60) -> None:
         for _ in range(ticks):
             plan = self.tick()
-            if plan.status["phase"] == rollout_plan.COMPLETE and not plan.create:
+            settled = all("conditions" in pod["status"] for pod in self.pods.values())
+            if plan.status["phase"] == rollout_plan.COMPLETE and not plan.create and settled:
                 return
         raise AssertionError(f"no end after {ticks} ticks: {self.plans[-1].status}")
 
@@ -152,6 +162,47 @@ def test_the_old_frontend_drains_only_after_its_workers_are_gone() -> None:
                 and p["metadata"]["labels"][kn.COMPONENT_TYPE_LABEL] != "frontend"
             ]
             assert not old_workers, (name, sorted(p["metadata"]["name"] for p in old_workers))
+
+
+def weight_must_stay_on_frontends_that_serve(sim: Sim, start: int) -> None:
+    """From tick ``start`` on, every plan weights some frontend, and only frontends whose workers revision has a
+    ready worker of every component that the plan keeps (else the proxy answers 503 or the frontend 404)."""
+    for i in range(start, len(sim.plans)):
+        plan, pods = sim.plans[i], sim.seen[i]
+        assert any(w > 0 for w in plan.weights.values()), (i, plan.status)
+        kept = [p for n, p in pods.items() if n not in plan.delete and "conditions" in p["status"]]
+        for name, weight in plan.weights.items():
+            revision = dgd_pods.pod_revisions(pods[name]).workers
+            components = {
+                p["metadata"]["labels"][kn.COMPONENT_LABEL]
+                for p in kept
+                if dgd_pods.pod_revisions(p).workers == revision and p["metadata"]["labels"][kn.COMPONENT_TYPE_LABEL] != "frontend"
+            }
+            assert weight == 0 or components == {"prefill", "decode"}, (i, name, weight, components, plan.status)
+
+
+@pytest.mark.parametrize("lag", [{}, {"decode": 3}, {"prefill": 4}], ids=["even", "slow-decode", "slow-prefill"])
+@pytest.mark.parametrize("revert_after", [None, *range(1, 9)])
+def test_weight_stays_on_serving_frontends_through_a_rollout_and_any_rollback(revert_after: int | None, lag: dict[str, int]) -> None:
+    sim = Sim(dgd(), lag=lag)
+    sim.run(ticks=120)
+    start = len(sim.plans)
+    rolled(sim, dgd(block="32"))
+    if revert_after is not None:
+        for _ in range(revert_after):
+            sim.tick()
+        sim.spec = dgd()
+    sim.run(ticks=120)
+    weight_must_stay_on_frontends_that_serve(sim, start)
+
+
+def test_weight_stays_on_serving_frontends_through_a_frontend_only_rollout() -> None:
+    sim = Sim(dgd())
+    sim.run()
+    start = len(sim.plans)
+    sim.spec = dgd(frontend_image="servecert/frontend:2")
+    sim.run()
+    weight_must_stay_on_frontends_that_serve(sim, start)
 
 
 def test_paused_holds_every_count() -> None:
@@ -247,3 +298,22 @@ def test_the_broken_variants_each_break_their_rule() -> None:
     old_frontend_first.spec = dgd(frontend_image="servecert/frontend:2")
     plan = old_frontend_first.tick()
     assert plan.drain and not plan.weights.get(plan.create[0]["metadata"]["name"]), "the old frontend drains before the new one is up"
+
+
+@pytest.mark.parametrize(
+    ("proxy_note", "ready", "reason"),
+    [
+        (reconcile.WEIGHTS_APPLIED, "True", "ComponentsReady"),
+        ("the traffic proxy is not ready yet", "False", "ProxyNotRouting"),
+        ("the traffic proxy did not take the weights: timed out", "False", "ProxyNotRouting"),
+    ],
+)
+def test_ready_means_the_proxy_routes_to_the_ready_pods(proxy_note: str, ready: str, reason: str) -> None:
+    """Every pod Ready is not a serving DGD: its address answers 503 until the proxy has a weighted frontend."""
+    sim = Sim(dgd())
+    sim.run()
+    plan = sim.tick()
+    proxy = {"status": {"podIP": "127.0.0.99"}}
+    status = reconcile.Reconciler._dgd_status(sim.spec, list(sim.pods.values()), plan, proxy, proxy_note)
+    [condition] = [c for c in status["conditions"] if c["type"] == "Ready"]
+    assert (condition["status"], condition["reason"]) == (ready, reason), status
