@@ -21,6 +21,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import aiohttp
+
 from conformance import cluster_checks as kc
 from conformance.rollout_scenarios import BLOCK_SIZE, CONCURRENCY, MODEL, TARGETS, Scenario, base_dgd, ctype
 from conformance.rollout_traffic import StreamingTraffic
@@ -29,6 +31,7 @@ from conformance.suite.test_case import TestContext
 from conformance.suite.timeouts import Timeouts
 from fakes import groundtruth
 from fakes.pod_runner.runner import groundtruth_dir
+from fixtures import traffic
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import kube_names as kn
 
@@ -69,10 +72,31 @@ async def versions_running(env: ClusterEnvironment, scenario: Scenario, new: boo
 
 
 async def deploy(env: ClusterEnvironment, timeouts: Timeouts, dgd: dict[str, Any]) -> str:
+    """Create the DGD and return its address once its pods are Ready and a completion sent there is served."""
     await kc.create(env, kc.DGD, dgd)
     url = await address(env, dgd["metadata"]["name"], timeouts.pods_ready_s)  # NB: the proxy pod must run first
     await kc.wait_for(lambda: versions_running(env, BLOCK_SIZE, new=False), timeouts.pods_ready_s, "the DGD's 5 pods Ready")
+    await until_served(url, timeouts.pods_ready_s)
     return url
+
+
+async def until_served(url: str, bound_s: float) -> None:
+    """Probe the DGD's address until a streamed completion is served whole; fail with the last answer after ``bound_s``.
+
+    Ready pods are not yet a serving DGD: the proxy routes to a frontend only once the
+    implementation has put it there. The rollout's traffic starts from a DGD that serves, so a
+    failure the verdict counts is the rollout's, not the deployment's.
+    """
+    deadline = time.monotonic() + bound_s
+    last: traffic.Outcome | None = None
+    async with aiohttp.ClientSession() as session:
+        while time.monotonic() < deadline:
+            last = await traffic.complete(session, url, MODEL, traffic.unique_prompt(tag="probe"), max_tokens=2, timeout_s=10)
+            if last.ok:
+                return
+            await asyncio.sleep(0.2)
+    seen = "no answer" if last is None else f"status {last.status}, error {last.error}"
+    raise AssertionError(f"the DGD at {url} served no completion within {bound_s:g}s of its pods being Ready (last: {seen})")
 
 
 async def patch_spec(env: ClusterEnvironment, dgd: dict[str, Any]) -> None:

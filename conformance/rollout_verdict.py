@@ -149,7 +149,13 @@ def _failed_requests(ev: Evidence) -> list[str]:
         return []
     kinds = Counter(_failure_kind(s) for s in failed)
     first = (failed[0].outcome.error or {}).get("message", f"status {failed[0].outcome.status}, done={failed[0].outcome.done}")
-    return [f"{len(failed)} of {len(ev.sent)} requests failed ({dict(kinds)}; first: {str(first)[:300]})"]
+    return [f"{len(failed)} of {len(ev.sent)} requests failed ({dict(kinds)}; {_when(ev, failed)}; first: {str(first)[:300]})"]
+
+
+def _when(ev: Evidence, failed: Sequence[Sent]) -> str:
+    """When the failed requests were sent, relative to the spec change: a gap before it is no rollout's doing."""
+    first, last = min(s.started for s in failed) - ev.changed_at, max(s.started for s in failed) - ev.changed_at
+    return f"sent {first:+.2f}s..{last:+.2f}s from the change"
 
 
 def _failure_kind(sent: Sent) -> str:

@@ -95,6 +95,14 @@ def test_a_failed_request_is_named_with_its_error() -> None:
     must_name(ev, "1 of 41 requests failed", "upstream_cut")
 
 
+def test_failed_requests_are_placed_in_time_from_the_change() -> None:
+    ev = clean()
+    ev.changed_at = 3.0
+    for started in (1.25, 1.5, 4.0):
+        ev.sent.append(Sent(started, started + 0.01, Outcome("p", 503, error={"code": "http_503", "message": "no server"})))
+    must_name(ev, "3 of 43 requests failed ({'http_503': 3}; sent -1.75s..+1.00s from the change")
+
+
 def test_a_stream_that_just_stops_counts_as_failed() -> None:
     ev = clean()
     ev.sent.append(Sent(1.0, 2.0, Outcome("p", 200, tokens=2, done=False)))
