@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
                 "requests_failed": sum(1 for s in evidence.sent if not s.ok),
                 "duration_s": round(evidence.finished_at - evidence.changed_at, 2),
                 "observed_new_share_by_second": rollout_verdict.observed_shares(evidence),
-                "operator_steps": evidence.steps,
+                "operator_steps": [text for _, text in evidence.steps],
                 "verdict": rollout_verdict.verdict(evidence),
             }
             if on_traffic is not None:

@@ -154,14 +154,14 @@ async def run_in(
     return evidence
 
 
-async def _rollout_events(env: ClusterEnvironment, name: str) -> list[str]:
+async def _rollout_events(env: ClusterEnvironment, name: str) -> list[tuple[float, str]]:
     """The implementation's own account of its steps (Events on the DGD): reported, never judged."""
     found = await asyncio.to_thread(env.core.list_namespaced_event, env.namespace, _request_timeout=30)
     items = sorted(
         (e for e in found.items if e.involved_object.name == name and e.involved_object.kind == kn.DGD_KIND),
         key=lambda e: (e.metadata.creation_timestamp, e.metadata.name),
     )
-    return [f"{e.metadata.creation_timestamp:%H:%M:%S} {e.reason}: {e.message}" for e in items]
+    return [(e.metadata.creation_timestamp.timestamp(), f"{e.metadata.creation_timestamp:%H:%M:%S} {e.reason}: {e.message}") for e in items]
 
 
 async def _stale_metadata(env: ClusterEnvironment, timeline: Timeline) -> list[str]:

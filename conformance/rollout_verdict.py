@@ -119,8 +119,8 @@ class Evidence:
     stale_metadata: list[str] = field(default_factory=list)
     final_new: bool = True
     """Which version must be alone at the end (False after a rollback)."""
-    steps: list[str] = field(default_factory=list)
-    """The implementation's Events on the DGD (its weights as it set them), for the record only."""
+    steps: list[tuple[float, str]] = field(default_factory=list)
+    """The implementation's Events on the DGD (wall time, text: its weights as it set them), for the record only."""
 
 
 def verdict(ev: Evidence) -> list[str]:
@@ -149,13 +149,24 @@ def _failed_requests(ev: Evidence) -> list[str]:
         return []
     kinds = Counter(_failure_kind(s) for s in failed)
     first = (failed[0].outcome.error or {}).get("message", f"status {failed[0].outcome.status}, done={failed[0].outcome.done}")
-    return [f"{len(failed)} of {len(ev.sent)} requests failed ({dict(kinds)}; {_when(ev, failed)}; first: {str(first)[:300]})"]
+    return [
+        f"{len(failed)} of {len(ev.sent)} requests failed ({dict(kinds)}; {_when(ev, failed)}; first: {str(first)[:300]})"
+        + _steps_around(ev, min(s.started for s in failed), max(s.ended for s in failed))
+    ]
 
 
 def _when(ev: Evidence, failed: Sequence[Sent]) -> str:
     """When the failed requests were sent, relative to the spec change: a gap before it is no rollout's doing."""
     first, last = min(s.started for s in failed) - ev.changed_at, max(s.started for s in failed) - ev.changed_at
     return f"sent {first:+.2f}s..{last:+.2f}s from the change"
+
+
+def _steps_around(ev: Evidence, start: float, end: float) -> str:
+    """The implementation's own steps (Events, whole seconds) from the one before ``start`` to ``end``: context, not judged."""
+    before = [s for s in ev.steps if s[0] <= start]
+    during = [s for s in ev.steps if start < s[0] <= end + 1.0]
+    shown = [*before[-1:], *during][:4]
+    return f"; the implementation's steps then: {[text[:400] for _, text in shown]}" if shown else ""
 
 
 def _failure_kind(sent: Sent) -> str:
@@ -348,7 +359,7 @@ def summary(ev: Evidence) -> str:
         f"{len(ev.sent)} requests sent, {failed} failed, rollout {ev.finished_at - ev.changed_at:.1f}s, "
         f"{len(ev.records)} ground-truth records from {len({p for p, _ in ev.records})} engine pods"
     )
-    return "\n".join([head, f"observed share of the new version by second: {observed_shares(ev)}", *ev.steps])
+    return "\n".join([head, f"observed share of the new version by second: {observed_shares(ev)}", *(text for _, text in ev.steps)])
 
 
 def observed_shares(ev: Evidence) -> list[str]:

@@ -103,6 +103,13 @@ def test_failed_requests_are_placed_in_time_from_the_change() -> None:
     must_name(ev, "3 of 43 requests failed ({'http_503': 3}; sent -1.75s..+1.00s from the change")
 
 
+def test_failed_requests_quote_the_implementations_steps_around_them() -> None:
+    ev = clean()
+    ev.steps = [(t, f"step at {t:g}") for t in (0.0, 2.0, 4.0, 8.0)]
+    ev.sent.append(Sent(2.5, 3.0, Outcome("p", 503, error={"code": "http_503", "message": "no server"})))
+    must_name(ev, "the implementation's steps then: ['step at 2', 'step at 4']")
+
+
 def test_a_stream_that_just_stops_counts_as_failed() -> None:
     ev = clean()
     ev.sent.append(Sent(1.0, 2.0, Outcome("p", 200, tokens=2, done=False)))
