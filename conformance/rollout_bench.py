@@ -5,8 +5,9 @@ Figures (never pass/fail), on an embedded cluster this command starts and takes 
 1. the rollout (ROLLOUT-ISOLATION's ``RolloutBlockSize`` scenario, run by the suite's own code
    against the reference operator): requests sent and failed, seconds from the spec change to the
    new version alone, the new version's observed share of served requests per second (from the
-   engines' ground truth), the weights the operator set at each step (its Events on the DGD), and
-   the verdict (the list of broken rules, empty when clean);
+   engines' ground truth), the weights HAProxy had, sampled every 0.1 s from its runtime API, and
+   how long after each worker change the weights followed (``proxy_weight_sampler``), the steps
+   the operator reported (its Events on the DGD), and the verdict (the broken rules, empty when clean);
 2. the proxy's cost, after the rollout: ``--requests`` streaming completions sent one at a time,
    alternately straight to the frontend pod and through the DGD's address (HAProxy), from this
    process: median time to first token and to the end of the stream each way, and the ratios
@@ -101,10 +102,24 @@ async def proxy_cost(direct: str, proxied: str, model: str, requests: int) -> di
     return med
 
 
+async def _sampled(env: Any, on_traffic: Callable[[str], None] | None) -> tuple[Any, list[tuple[float, dict[str, int]]]]:
+    """The suite's block-size rollout, with the proxy's weights sampled beside it (``proxy_weight_sampler``)."""
+    from conformance import proxy_weight_sampler, rollout_checks, rollout_scenarios
+    from conformance.suite.timeouts import Timeouts
+
+    sampler = proxy_weight_sampler.WeightSampler(env, rollout_scenarios.DGD_NAME)
+    task = asyncio.create_task(sampler.run())
+    try:
+        evidence = await rollout_checks.run_in(env, Timeouts(), rollout_scenarios.BLOCK_SIZE, on_traffic=on_traffic)
+    finally:
+        sampler.stop()
+        await task
+    return evidence, sampler.samples
+
+
 def run(args: argparse.Namespace) -> int:
     from conformance import cluster_checks as kc
-    from conformance import rollout_checks, rollout_scenarios, rollout_verdict
-    from conformance.suite.timeouts import Timeouts
+    from conformance import proxy_weight_sampler, rollout_checks, rollout_scenarios, rollout_verdict
     from fixtures import operator_install
     from fixtures.cluster import embedded, state, topology
     from fixtures.cluster.backends import Cluster
@@ -124,12 +139,15 @@ def run(args: argparse.Namespace) -> int:
             _say("rolling block size 16 -> 32 under streaming load ...")
             start_locust, finish_locust = _locust(args, rollout_scenarios.MODEL)
             on_traffic = start_locust if args.locust_users > 0 else None
-            evidence = asyncio.run(rollout_checks.run_in(env, Timeouts(), rollout_scenarios.BLOCK_SIZE, on_traffic=on_traffic))
+            evidence, samples = asyncio.run(_sampled(env, on_traffic))
+            since = proxy_weight_sampler.since(samples, evidence.changed_at)
             figures["rollout"] = {
                 "requests_sent": len(evidence.sent),
                 "requests_failed": sum(1 for s in evidence.sent if not s.ok),
                 "duration_s": round(evidence.finished_at - evidence.changed_at, 2),
                 "observed_new_share_by_second": rollout_verdict.observed_shares(evidence),
+                "proxy_weights_by_time": proxy_weight_sampler.trajectory(since, evidence.timeline, evidence.changed_at),
+                "weights_follow_workers": proxy_weight_sampler.reaction_times(since, evidence.timeline),
                 "operator_steps": [text for _, text in evidence.steps],
                 "verdict": rollout_verdict.verdict(evidence),
             }
