@@ -8,8 +8,8 @@ Data flow::
         slots in service (not in maintenance, not draining), kept only when it differs from the last
         -> samples: [(wall time, {address: weight})]
     trajectory(samples, timeline)   the same with frontend pod names, as lines since the change
-    reaction_times(samples, timeline)  for each weight change, the seconds since the last pod
-                                       Ready/gone change before it: how fast weights follow pods
+    reaction_times(samples, timeline)  for each weight change, the seconds since the last worker or
+                                       frontend Ready/gone change before it: how fast weights follow
 
 Why read the proxy: the operator's Events say what it meant to set, at whole seconds; the proxy
 says what it had, to a tenth of a second. This reads the reference's HAProxy (its admin port), so
@@ -107,11 +107,11 @@ def trajectory(samples: Sequence[tuple[float, Weights]], timeline: Timeline, cha
 
 
 def _pod_changes(timeline: Timeline) -> list[float]:
-    """Moments a worker pod became Ready, stopped being Ready, or went: what weights follow."""
+    """Moments a worker or frontend pod became Ready, stopped being Ready, or went: what weights follow."""
     out: list[float] = []
     before: Mapping[str, bool] = {}
     for t, state in timeline.moments:
-        now = {n: serving(p) for n, p in state.items() if ctype(p) in TARGETS}
+        now = {n: serving(p) for n, p in state.items() if ctype(p) in (*TARGETS, "frontend")}
         if any(now.get(n, False) != before.get(n, False) for n in set(now) | set(before)):
             out.append(t)
         before = now
@@ -119,7 +119,7 @@ def _pod_changes(timeline: Timeline) -> list[float]:
 
 
 def reaction_times(samples: Sequence[tuple[float, Weights]], timeline: Timeline) -> dict[str, float | int]:
-    """Seconds from the last worker change to each weight change after the first sample: median, max, count."""
+    """Seconds from the last pod change (worker or frontend) to each weight change after the first: median, max, count."""
     changes = _pod_changes(timeline)
     delays = []
     for t, _ in samples[1:]:

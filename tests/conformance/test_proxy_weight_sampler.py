@@ -52,5 +52,11 @@ def test_each_weight_change_is_timed_from_the_last_worker_change_before_it() -> 
     assert sampler.reaction_times(SAMPLES, TIMELINE) == {"weight_changes": 3, "median_s": 1.0, "max_s": 1.0}
 
 
+def test_a_frontend_becoming_ready_is_a_change_weights_follow() -> None:
+    unready = {**BASE, "fe-new": pod("fe-new", "frontend", "127.0.1.2", ready=False)}
+    timeline = Timeline([(10.0, unready), (10.8, dict(BASE))])
+    assert sampler.reaction_times(SAMPLES[:2], timeline) == {"weight_changes": 1, "median_s": 0.2, "max_s": 0.2}
+
+
 def test_no_weight_change_says_so() -> None:
     assert sampler.reaction_times(SAMPLES[:1], TIMELINE) == {"weight_changes": 0}
