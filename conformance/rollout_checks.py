@@ -16,6 +16,7 @@ Data flow of one scenario (``run``)::
 
 import asyncio
 import copy
+import datetime
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -157,11 +158,15 @@ async def run_in(
 async def _rollout_events(env: ClusterEnvironment, name: str) -> list[tuple[float, str]]:
     """The implementation's own account of its steps (Events on the DGD): reported, never judged."""
     found = await asyncio.to_thread(env.core.list_namespaced_event, env.namespace, _request_timeout=30)
-    items = sorted(
-        (e for e in found.items if e.involved_object.name == name and e.involved_object.kind == kn.DGD_KIND),
-        key=lambda e: (e.metadata.creation_timestamp, e.metadata.name),
-    )
-    return [(e.metadata.creation_timestamp.timestamp(), f"{e.metadata.creation_timestamp:%H:%M:%S} {e.reason}: {e.message}") for e in items]
+    mine = [e for e in found.items if e.involved_object.name == name and e.involved_object.kind == kn.DGD_KIND]
+    timed = sorted(((_event_time(e), int(e.metadata.resource_version or 0), e) for e in mine), key=lambda item: item[:2])
+    return [(t.timestamp(), f"{t:%H:%M:%S.%f}"[:-3] + f" {e.reason}: {e.message}") for t, _, e in timed]
+
+
+def _event_time(event: Any) -> datetime.datetime:
+    """The Event's own microsecond time when it has one, else its creation (whole seconds; resourceVersion orders ties)."""
+    moment: datetime.datetime = event.event_time or event.metadata.creation_timestamp
+    return moment
 
 
 async def _stale_metadata(env: ClusterEnvironment, timeline: Timeline) -> list[str]:
