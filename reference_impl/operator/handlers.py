@@ -6,7 +6,9 @@ namespace patterns, whose discovery of a namespace created after start-up was se
 minute under load (no namespace or CRD scanning at all: ``run.settings_for``). On create/update/resume
 of a DGD or InferenceService, and every ``resync_s`` on a timer, the handler calls the idempotent
 ``Reconciler`` (so a lost event or a restart only delays convergence), one call per object at a
-time, on the object fetched afresh (``one_at_a_time``). Pod events of pods that ask for topology
+time, on the object fetched afresh (``one_at_a_time``). A DGD's pod that changes readiness,
+begins terminating or goes reconciles its DGD at once (``pod_triggers``: the proxy's weights
+follow workers as they become ready, not the timer). Pod events of pods that ask for topology
 labels go to the injector. The two validating handlers back the webhook: they raise
 ``kopf.AdmissionError`` with every error the ``admission`` module finds. Building the registry in
 a function (not at import) lets tests and the broken variants in ``tests/nonconforming`` run the
@@ -15,7 +17,9 @@ same handlers with another ``Behaviour``.
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +28,9 @@ import kopf
 
 from protocol import kube_names as kn
 from reference_impl.operator import admission, kube_access
+from reference_impl.operator.dgd_pods import PROXY_LABEL
 from reference_impl.operator.one_at_a_time import OneAtATime
+from reference_impl.operator.pod_triggers import PodTriggers, dgd_owner
 from reference_impl.operator.reconcile import Reconciler
 from reference_impl.operator.topology_injection import CLUSTER_TOPOLOGY_ANNOTATION
 
@@ -49,6 +55,21 @@ def build_registry(
     serial = OneAtATime()
     _reconcile_on(registry, DGD, reconciler, reconciler.reconcile_dgd, resync_s, mine, serial)
     _reconcile_on(registry, ISVC, reconciler, reconciler.reconcile_inference_service, resync_s, mine, serial)
+
+    triggers = PodTriggers()
+
+    async def dgd_pod_event(body: kopf.Body, type: str | None, **_: Any) -> None:
+        """A DGD's pod changed readiness, began terminating or went: reconcile its DGD now (weights follow workers)."""
+        pod = dict(body)
+        owner = dgd_owner(pod)
+        if owner is None or not triggers.seen(pod, type):
+            return
+        namespace, (name, uid) = body["metadata"]["namespace"], owner
+        fetch = functools.partial(reconciler.latest, DGD, namespace, name, uid)
+        await asyncio.to_thread(serial.run_soon, (DGD, namespace, name), fetch, reconciler.reconcile_dgd)
+
+    for label, handler_id in ((kn.DGD_NAME_LABEL, "dgd-pods"), (PROXY_LABEL, "dgd-proxy-pods")):
+        kopf.on.event("", "v1", "pods", id=handler_id, labels={label: kopf.PRESENT}, when=mine, registry=registry)(dgd_pod_event)
 
     @kopf.on.event("", "v1", "pods", annotations={CLUSTER_TOPOLOGY_ANNOTATION: kopf.PRESENT}, when=mine, registry=registry)
     def pod_event(body: kopf.Body, type: str | None, **_: Any) -> None:

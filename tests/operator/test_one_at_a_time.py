@@ -55,3 +55,35 @@ def test_an_object_gone_is_not_reconciled() -> None:
     called: list[dict[str, Any]] = []
     assert OneAtATime().run("dgd", lambda: None, called.append) is False
     assert called == []
+
+
+def test_a_burst_of_triggers_reconciles_at_most_twice_and_the_last_sees_every_change() -> None:
+    """``run_soon``: while one reconcile runs, twenty triggers leave one waiting call, which fetches after all of them."""
+    serial = OneAtATime()
+    world = {"version": 0}
+    seen: list[int] = []
+    started = threading.Event()
+    release = threading.Event()
+
+    def reconcile(obj: dict[str, Any]) -> None:
+        seen.append(obj["version"])
+        started.set()
+        release.wait(5)
+
+    first = threading.Thread(target=serial.run_soon, args=("dgd", lambda: dict(world), reconcile))
+    first.start()
+    assert started.wait(5)
+    results: list[bool] = []
+    burst = []
+    for v in range(1, 21):
+        world["version"] = v
+        t = threading.Thread(target=lambda: results.append(serial.run_soon("dgd", lambda: dict(world), reconcile)))
+        t.start()
+        burst.append(t)
+        time.sleep(0.005)
+    time.sleep(0.1)
+    release.set()
+    for t in [first, *burst]:
+        t.join(timeout=5)
+    assert seen == [0, 20], seen
+    assert sorted(results) == [False] * 19 + [True]
