@@ -21,7 +21,10 @@ PREFILL, DECODE = 2, 2
 TARGETS = {"prefill": PREFILL, "decode": DECODE}
 ENGINE_TIMING = "constant:40:30"
 """Each request streams for ~0.5 s, so streams are in flight through every step."""
-CONCURRENCY = 4
+CONCURRENCY = 12
+"""Streams in flight at once: ~24 requests a second, so even a rollout over in 2 s (a frontend-only one
+that ends the old frontend as soon as the new is Ready) serves enough requests to judge the traffic
+split (``rollout_verdict``'s 20); with 4, such a rollout served 12-16."""
 
 MDC = "seed 001 3.1 (MDC checksum)"
 KV_LAYOUT = "seed 001 3.2 (KV cache layout)"

@@ -38,12 +38,6 @@ from reference_impl.operator.behaviour import REFERENCE, Behaviour
 from reference_impl.operator.rollout_plan import Side, Situation, Step
 from reference_impl.traffic_split import weights as weight_split
 
-DRAINING_ANNOTATION = "servecert.io/draining-since"
-DRAIN_GRACE_S = 30.0
-"""A drained frontend is deleted once its streams ended, or after this long."""
-DRAIN_SETTLE_S = 1.0
-"""Streams are counted only this long after the drain began (the proxy may still be handing one over)."""
-
 SetKey = tuple[str, str]  # (workers revision, frontend revision)
 
 
@@ -57,7 +51,6 @@ class PodView:
     ready: bool
     deleting: bool
     ip: str
-    draining_since: float | None
 
     @property
     def index(self) -> int:
@@ -75,8 +68,7 @@ class PodView:
 
 def view(pod: Mapping[str, Any]) -> PodView:
     meta, status = pod["metadata"], pod.get("status") or {}
-    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    since = annotations.get(DRAINING_ANNOTATION)
+    labels = meta.get("labels") or {}
     return PodView(
         name=meta["name"],
         component=str(labels.get(kn.COMPONENT_LABEL, "")),
@@ -86,7 +78,6 @@ def view(pod: Mapping[str, Any]) -> PodView:
         ready=inference_service.pod_ready(pod),
         deleting=bool(meta.get("deletionTimestamp")),
         ip=str(status.get("podIP") or ""),
-        draining_since=float(since) if since else None,
     )
 
 
@@ -95,7 +86,7 @@ class Plan:
     create: list[dict[str, Any]] = field(default_factory=list)
     delete: list[str] = field(default_factory=list)
     drain: list[str] = field(default_factory=list)
-    """Frontend pods to take out of the proxy (weight 0) and delete once idle or after the grace period."""
+    """Frontend pods to take out of the proxy (drain) and then delete: they finish their streams on SIGTERM."""
     weights: dict[str, int] = field(default_factory=dict)
     """Frontend pod name -> proxy weight (0..256), for ready frontends only."""
     frontends: dict[str, PodView] = field(default_factory=dict)

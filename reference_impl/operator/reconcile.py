@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,7 +151,14 @@ class Reconciler:
         self._patch_status(kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL, meta, status)
 
     def _sync_proxy(self, dgd: Mapping[str, Any], proxy: Mapping[str, Any] | None, plan: dgd_rollout.Plan) -> str:
-        """Weights and drains through HAProxy's runtime API; deletes drained frontends whose streams ended. Returns a note."""
+        """Weights and drains through HAProxy's runtime API, then deletes the drained frontends. Returns a note.
+
+        A frontend is deleted as soon as the proxy sends it nothing new, as a Deployment ends the old
+        pod once the new one is ready: it finishes its streams in flight on SIGTERM (``--drain-seconds``
+        within the pod's grace period) while HAProxy keeps those connections. Deleting it later would
+        leave a frontend that looks Ready but gets no traffic. Nothing is deleted when the proxy did
+        not take the drain.
+        """
         ip = ((proxy or {}).get("status") or {}).get("podIP")
         if proxy is None or not ip or not inference_service.pod_ready(proxy):
             return "the traffic proxy is not ready yet"
@@ -163,18 +169,11 @@ class Reconciler:
             open_streams = asyncio.run(proxy_weights.sync(api, frontends, plan.weights, set(plan.drain)))
         except (OSError, TimeoutError, RuntimeApiError, RuntimeError) as exc:
             return f"the traffic proxy did not take the weights: {exc}"
-        now = time.time()
         ns = dgd["metadata"]["namespace"]
         for name in plan.drain:
-            since = views[name].draining_since
-            if since is None:
-                patch = {"metadata": {"annotations": {dgd_rollout.DRAINING_ANNOTATION: f"{now:.3f}"}}}
-                self._ignore(404, self.core.patch_namespaced_pod, name, ns, patch)
-                continue
-            idle = now - since >= dgd_rollout.DRAIN_SETTLE_S and open_streams.get(name, 0) == 0
-            if idle or now - since >= dgd_rollout.DRAIN_GRACE_S:
-                log.info("deleting drained frontend %s/%s (%s)", ns, name, "no stream left" if idle else "grace period over")
-                self._ignore(404, self.core.delete_namespaced_pod, name, ns)
+            streams = open_streams.get(name, 0)
+            log.info("deleting drained frontend %s/%s; it finishes its %d stream(s) in flight on SIGTERM", ns, name, streams)
+            self._ignore(404, self.core.delete_namespaced_pod, name, ns)
         return WEIGHTS_APPLIED
 
     def _record_step(self, dgd: Mapping[str, Any], status: dict[str, Any]) -> None:
