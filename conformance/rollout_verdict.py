@@ -162,7 +162,11 @@ def _when(ev: Evidence, failed: Sequence[Sent]) -> str:
 
 
 def _steps_around(ev: Evidence, start: float, end: float) -> str:
-    """The implementation's own steps (Events, whole seconds) from the one before ``start`` to ``end``: context, not judged."""
+    """The implementation's own steps (its Events) from the one before ``start`` to ``end``: context, not judged.
+
+    Events time their steps to the microsecond when they carry ``eventTime``, else to the second,
+    hence the second of slack after ``end``.
+    """
     before = [s for s in ev.steps if s[0] <= start]
     during = [s for s in ev.steps if start < s[0] <= end + 1.0]
     shown = [*before[-1:], *during][:4]

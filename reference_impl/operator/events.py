@@ -1,9 +1,9 @@
 """Kubernetes Events the operator posts about its resources (a rollout's steps), best effort.
 
 kopf's own event posting is off (``run.settings_for``); the rollout controller posts one Event
-per step itself, so ``kubectl describe dgd`` tells the rollout's story; ``eventTime`` (microseconds)
-orders steps taken within one second. An Event that cannot be
-posted is logged and dropped: it is a report, never a reason to fail a reconciliation.
+per step itself, so ``kubectl describe dgd`` tells the rollout's story; ``eventTime``
+(microseconds) orders steps taken within one second. An Event that cannot be posted is logged
+and dropped: it is a report, never a reason to fail a reconciliation.
 """
 
 from __future__ import annotations

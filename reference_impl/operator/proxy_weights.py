@@ -5,9 +5,10 @@ drain; ``sync`` reads HAProxy's slots back (``show servers state``), points a fr
 serving frontend that has none, sets weights that differ (``set weight``: new requests only,
 streams in flight stay where they are) — raises before lowers, so no moment between two
 commands leaves every slot at 0 — drains the retiring ones, puts slots of pods that are gone back
-in maintenance, and returns the streams still open on each draining frontend (``show stat``): the
-caller then deletes it, and it finishes them on SIGTERM while HAProxy keeps their connections. Level-based like the rest of the operator:
-the proxy is read every time, so a restarted operator (or proxy) converges.
+in maintenance, and returns the streams still open on each draining frontend (``show stat``).
+The caller then deletes a drained frontend, which finishes those streams on SIGTERM while
+HAProxy keeps their connections. Level-based like the rest of the operator: the proxy is read
+every time, so a restarted operator (or proxy) converges.
 """
 
 from __future__ import annotations
