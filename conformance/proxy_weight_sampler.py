@@ -31,7 +31,6 @@ from conformance.rollout_scenarios import TARGETS, ctype
 from conformance.rollout_verdict import Timeline, serving
 from fixtures.cluster_env import ClusterEnvironment
 from reference_impl.operator.dgd_pods import FRONTEND_PORT, PROXY_ADMIN_PORT
-from reference_impl.operator.proxy_weights import DRAIN, MAINT
 from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
 
 Weights = dict[str, int]  # frontend address (ip:port) -> weight, slots in service only
@@ -59,9 +58,7 @@ class WeightSampler:
             except (OSError, TimeoutError, RuntimeApiError):
                 servers = None
             if servers is not None:
-                weights = {
-                    f"{s.address}:{s.port}": s.weight for s in servers.values() if not s.admin_state & (MAINT | DRAIN) and s.port != 0
-                }
+                weights = {f"{s.address}:{s.port}": s.weight for s in servers.values() if s.in_service}
                 if not self.samples or self.samples[-1][1] != weights:
                     self.samples.append((time.time(), weights))
             await self._sleep(self.period_s)

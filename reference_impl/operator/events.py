@@ -21,6 +21,8 @@ from protocol import kube_names as kn
 
 log = logging.getLogger("servecert.operator")
 SOURCE = "servecert-reference-operator"
+INSTANCE = f"{socket.gethostname()}-{os.getpid()}"
+"""This operator process, as an Event's reportingInstance."""
 
 
 def post(core: Any, obj: Mapping[str, Any], reason: str, message: str, kind: str = kn.DGD_KIND) -> None:
@@ -48,7 +50,7 @@ def post(core: Any, obj: Mapping[str, Any], reason: str, message: str, kind: str
         # NB: eventTime orders a rollout's steps within a second; the API then asks for these three as well
         "eventTime": moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "reportingComponent": SOURCE,
-        "reportingInstance": f"{socket.gethostname()}-{os.getpid()}",
+        "reportingInstance": INSTANCE,
         "action": "Reconcile",
     }
     log.info("%s %s/%s: %s", reason, meta["namespace"], meta["name"], message)

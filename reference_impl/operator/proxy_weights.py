@@ -17,12 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from reference_impl.traffic_split.haproxy import BACKEND
-from reference_impl.traffic_split.runtime_api import RuntimeApi, Server
-
-MAINT = 0x01
-"""HAProxy's admin-state bit of forced maintenance (``state maint``; the config's ``disabled`` sets it too)."""
-DRAIN = 0x08
-"""Forced drain (``state drain``)."""
+from reference_impl.traffic_split.runtime_api import DRAIN, MAINT, RuntimeApi, Server
 
 
 @dataclass(frozen=True)
@@ -48,7 +43,7 @@ def _raises_first(servers: Mapping[str, Server], frontends: Mapping[str, Fronten
 
     def serving_weight(name: str) -> int:
         slot = _slot_of(servers, frontends[name])
-        return 0 if slot is None or servers[slot].admin_state & (MAINT | DRAIN) else servers[slot].weight
+        return servers[slot].weight if slot is not None and servers[slot].in_service else 0
 
     return sorted(weights.items(), key=lambda item: (item[1] < serving_weight(item[0]), item[0]))
 
@@ -72,7 +67,7 @@ async def sync(api: RuntimeApi, frontends: Mapping[str, Frontend], weights: Mapp
         server = servers[found]
         if server.weight != weight:
             await api.set_weight(found, weight)
-        if server.admin_state & (MAINT | DRAIN):
+        if not server.in_service:
             await api.command(f"set server {BACKEND}/{found} state ready")
     open_streams: dict[str, int] = {}
     sessions: dict[str, int] | None = None

@@ -18,6 +18,12 @@ class RuntimeApiError(RuntimeError):
     """HAProxy refused a runtime command; the message holds the command and its answer."""
 
 
+MAINT = 0x01
+"""HAProxy's admin-state bit of forced maintenance (``state maint``; the config's ``disabled`` sets it too)."""
+DRAIN = 0x08
+"""Forced drain (``state drain``)."""
+
+
 @dataclass(frozen=True)
 class Server:
     name: str
@@ -26,6 +32,11 @@ class Server:
     weight: int
     operational: bool
     admin_state: int
+
+    @property
+    def in_service(self) -> bool:
+        """Takes new requests at its weight: neither in maintenance nor draining."""
+        return not self.admin_state & (MAINT | DRAIN)
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from reference_impl.operator import proxy_weights
-from reference_impl.operator.proxy_weights import DRAIN, MAINT, Frontend
-from reference_impl.traffic_split.runtime_api import Server
+from reference_impl.operator.proxy_weights import Frontend
+from reference_impl.traffic_split.runtime_api import DRAIN, MAINT, Server
 
 PORT = 8000
 
@@ -29,7 +29,7 @@ class RecordingApi:
     gaps: list[str] = field(default_factory=list)
 
     def _serves(self) -> bool:
-        return any(s.weight > 0 and not s.admin_state & (MAINT | DRAIN) for s in self.slots.values())
+        return any(s.weight > 0 and s.in_service for s in self.slots.values())
 
     def _apply(self, command: str, slot: str, **change: object) -> None:
         served_before = self._serves()
