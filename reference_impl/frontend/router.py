@@ -78,6 +78,10 @@ class Router:
     def first(self, workers: ModelWorkers, token_ids: Sequence[int]) -> WorkerInfo:
         """The aggregated worker, or the prefill worker of a disaggregated request."""
         pool = workers.first_leg()
+        if not pool:
+            # NB: prefill workers without a decode worker (one just left, or the other is not yet
+            # discovered) cannot serve: a 404 the DGD's proxy retries on another frontend, not a 500.
+            raise NoWorkers("no worker can take the request now: prefill workers but no decode worker")
         if workers.disaggregated:
             pool = topology.eligible_prefill(self.topology, pool, workers.decode)
         block_size = pool[0].card.block_size

@@ -10,6 +10,7 @@ from protocol.card import ModelCard
 from reference_impl.frontend import topology
 from reference_impl.frontend.discovery import WorkerInfo
 from reference_impl.frontend.kv_index import KvIndex
+from reference_impl.frontend.router import NoWorkers, Router
 from reference_impl.frontend.routing import KvPolicy, Load, RoundRobinPolicy
 from reference_impl.frontend.worker_sets import WorkerSets
 
@@ -122,3 +123,12 @@ def test_seed_row_prefill_preselection_prefers_prefill_with_same_domain_decode()
 def test_a_bad_mismatch_policy_is_refused() -> None:
     with pytest.raises(ValueError, match="fail or fallback"):
         topology.TopologyPolicy("zone", "maybe")
+
+
+def test_prefill_workers_without_a_decode_worker_are_no_workers_not_a_crash() -> None:
+    """A frontend that sees prefill workers but no decode (one just left) answers 404, which the DGD's proxy retries."""
+    sets = WorkerSets()
+    assert sets.add(worker("p", role="prefill"))
+    router = Router(sets, KvIndex())
+    with pytest.raises(NoWorkers, match="no decode worker"):
+        router.first(router.workers("m"), [1, 2, 3])
