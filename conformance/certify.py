@@ -50,6 +50,23 @@ def pytest_args(values: dict[str, Any], report_dir: Path, workers: int, extra: l
     return args + extra
 
 
+def _prepared() -> bool:
+    """Build what the embedded cluster needs before pytest starts: no case ever waits on a build."""
+    import os
+
+    from fixtures import prerequisites
+    from fixtures.cluster import backends
+
+    if os.environ.get(backends.BACKEND_ENV, "embedded") != "embedded":
+        return True
+    try:
+        prerequisites.ensure("cluster", haproxy=False)
+    except prerequisites.PrerequisiteError as exc:
+        _error(f"{exc}\nrun `servecert setup --env cluster` to retry the build alone")
+        return False
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     import pytest
 
@@ -65,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         return _error("--implementation is empty")
     if args.workers < 1:
         return _error(f"--workers must be at least 1, got {args.workers}")
+    if settings.run.env == "cluster" and not _prepared():
+        return BAD_INPUT
     report_dir = Path(args.servecert_report_dir).resolve()
     report_path = report_dir / conformance_report.FILENAME
     for stale in (report_path, report_dir / summary_page.FILENAME):

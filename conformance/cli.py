@@ -85,6 +85,12 @@ def _operator_run(args: argparse.Namespace) -> int:
     return run.main(args)
 
 
+def _setup(args: argparse.Namespace) -> int:
+    from fixtures import prerequisites
+
+    return prerequisites.run(args)
+
+
 def _certify(args: argparse.Namespace) -> int:
     from conformance import certify
 
@@ -152,6 +158,14 @@ def build_parser() -> argparse.ArgumentParser:
     operator_p = operator.add_parser("run", help="run the reference operator (kopf) against a cluster; the suite's installer starts it")
     operator_run.add_arguments(operator_p)
     operator_p.set_defaults(run=_operator_run)
+
+    from fixtures import prerequisites
+
+    setup_p = commands.add_parser(
+        "setup", help="build and check what the suite needs (cluster binaries, HAProxy) before any test starts, with progress"
+    )
+    prerequisites.add_arguments(setup_p)
+    setup_p.set_defaults(run=_setup)
 
     certify_p = commands.add_parser("certify", help="run conformance profiles against an implementation and write the report")
     certify.add_arguments(certify_p)

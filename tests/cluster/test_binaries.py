@@ -49,7 +49,7 @@ FAKE_GO = textwrap.dedent(
         with open(os.path.join(state, "sleeping.pid"), "w") as f:
             f.write(str(os.getpid()))
         import time
-        time.sleep(30)
+        time.sleep(float(os.environ.get("FAKE_GO_SLEEP_S", "30")))
     if os.environ.get("FAKE_GO_FAIL") and os.environ["FAKE_GO_FAIL"] in " ".join(args):
         print("compile error: something broke")
         sys.exit(2)
