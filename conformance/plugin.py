@@ -255,6 +255,7 @@ class ConformanceItem(pytest.Item):
             detail=outcome.detail,
             error=outcome.error,
             duration_s=outcome.duration_s,
+            phase=outcome.phase,
         )
         if outcome.exception is not None:
             raise outcome.exception
@@ -275,8 +276,6 @@ class ConformanceItem(pytest.Item):
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if isinstance(item, ConformanceItem):
-        from conformance.suite import reporting
-
         if call.when == "call" and item.record is not None:
             setattr(report, RECORD, item.record)
             if report.skipped and isinstance(report.longrepr, tuple):
@@ -285,14 +284,28 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 reason = f"{item.name}: {report.longrepr[2].removeprefix('Skipped: ')}"
                 report.longrepr = (str(item.path), None, reason)  # type: ignore[assignment]
         elif report.failed:
-            setattr(
-                report,
-                RECORD,
-                reporting.record(
-                    item.test.short_name, item.case.id, "failed", message=f"{call.when} failed", error=True, detail=str(report.longrepr)
-                ),
-            )
+            setattr(report, RECORD, _outside_record(item, call, report))
     return report
+
+
+def _outside_record(item: ConformanceItem, call: pytest.CallInfo[None], report: pytest.TestReport) -> dict[str, Any]:
+    """A failure the case's runner did not see (pytest-timeout, a fixture, pytest's own setup or teardown)."""
+    from conformance.suite import reporting
+
+    crash = getattr(report.longrepr, "reprcrash", None)
+    lines = str(report.longrepr).strip().splitlines()
+    cause = crash.message if crash is not None else (lines[-1] if lines else "no message")
+    message = f"failed in pytest's {call.when} of the item after {call.duration:.1f} s: {cause}"
+    return reporting.record(
+        item.test.short_name,
+        item.case.id,
+        "failed",
+        message=message,
+        error=True,
+        detail=str(report.longrepr),
+        duration_s=call.duration,
+        phase=f"pytest {call.when}",
+    )
 
 
 class ResultsGatherer:
@@ -329,7 +342,7 @@ class ResultsGatherer:
             self.lines = [f"no conformance report: {exc}"]
             return
         report, specs, cases = reporting.build(self.settings, tests, self.records)
-        self.lines = conformance_report.result_lines(report)
+        self.lines = conformance_report.result_lines(report) + reporting.setup_failure_lines(cases)
         if self.settings.report_dir is not None:
             for path in reporting.write(self.settings.report_dir, report, specs, cases):
                 self.lines.append(f"wrote {path}")

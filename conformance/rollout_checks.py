@@ -28,6 +28,7 @@ from conformance import cluster_checks as kc
 from conformance.rollout_scenarios import BLOCK_SIZE, CONCURRENCY, MODEL, TARGETS, Scenario, base_dgd, ctype
 from conformance.rollout_traffic import StreamingTraffic
 from conformance.rollout_verdict import WARM_S, Evidence, Timeline, serving
+from conformance.suite import phases
 from conformance.suite.test_case import TestContext
 from conformance.suite.timeouts import Timeouts
 from fakes import groundtruth
@@ -73,11 +74,17 @@ async def versions_running(env: ClusterEnvironment, scenario: Scenario, new: boo
 
 
 async def deploy(env: ClusterEnvironment, timeouts: Timeouts, dgd: dict[str, Any]) -> str:
-    """Create the DGD and return its address once its pods are Ready and a completion sent there is served."""
+    """Create the DGD and return its address once its pods are Ready and a completion sent there is served.
+
+    A DGD that never gets there fails the case in setup (``DeploymentNotReady``): the rollout was never tried.
+    """
     await kc.create(env, kc.DGD, dgd)
-    url = await address(env, dgd["metadata"]["name"], timeouts.pods_ready_s)  # NB: the proxy pod must run first
-    await kc.wait_for(lambda: versions_running(env, BLOCK_SIZE, new=False), timeouts.pods_ready_s, "the DGD's 5 pods Ready")
-    await until_served(url, timeouts.pods_ready_s)
+    try:
+        url = await address(env, dgd["metadata"]["name"], timeouts.pods_ready_s)  # NB: the proxy pod must run first
+        await kc.wait_for(lambda: versions_running(env, BLOCK_SIZE, new=False), timeouts.pods_ready_s, "the DGD's 5 pods Ready")
+        await until_served(url, timeouts.pods_ready_s)
+    except AssertionError as exc:
+        raise phases.DeploymentNotReady(f"the DGD {dgd['metadata']['name']} never became ready to serve: {exc}") from exc
     return url
 
 

@@ -57,6 +57,8 @@ class CaseRecord:
     detail: str = ""
     error: bool = False
     duration_s: float = 0.0
+    phase: str = ""
+    """Where a failed case failed: ``setup: <step>``, ``check`` or ``cleanup`` ('' when it did not fail)."""
     provisional: bool = False
     description: str = ""
 

@@ -28,6 +28,7 @@ th { background: #f4f4f4; }
 pre { white-space: pre-wrap; font-size: 0.85em; background: #fafafa; padding: 0.5em; }
 dl { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
 dt { font-weight: bold; }
+.phase { font-size: 0.85em; color: #555; }
 """
 
 
@@ -54,6 +55,13 @@ def _implementation(report: Mapping[str, Any]) -> str:
     return "<dl>" + "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in rows) + "</dl>"
 
 
+def _phase(record: cr.CaseRecord) -> str:
+    """Where a failed case failed; a failure in setup means the rule itself was never reached."""
+    if record.status != cr.FAILED or not record.phase:
+        return ""
+    return f'<br><span class="phase">in {escape(record.phase)}</span>'
+
+
 def _case_rows(profile: cr.ProfileSpec, records: Sequence[cr.CaseRecord]) -> str:
     rows = []
     for record in sorted((r for r in records if profile.covers(r.features)), key=lambda r: (r.test, r.case)):
@@ -63,7 +71,7 @@ def _case_rows(profile: cr.ProfileSpec, records: Sequence[cr.CaseRecord]) -> str
         rows.append(
             f'<tr><td title="{escape(record.description)}">{escape(record.test)}</td><td>{escape(record.case)}</td>'
             f"<td>{escape(profile.section(record.features))}</td><td>{_status(record.status)}"
-            f"{' (error)' if record.error else ''}</td><td>{record.duration_s:.2f}</td><td>{message}</td></tr>"
+            f"{' (error)' if record.error else ''}{_phase(record)}</td><td>{record.duration_s:.2f}</td><td>{message}</td></tr>"
         )
     if not rows:
         return "<p>No test of this profile was collected.</p>"

@@ -17,6 +17,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from conformance.suite import phases
 from reports import conformance_report as cr
 from reports import summary_page
 
@@ -36,10 +37,27 @@ def suite_version() -> str:
 
 
 def record(
-    test: str, case: str, status: str, *, message: str = "", detail: str = "", error: bool = False, duration_s: float = 0.0
+    test: str,
+    case: str,
+    status: str,
+    *,
+    message: str = "",
+    detail: str = "",
+    error: bool = False,
+    duration_s: float = 0.0,
+    phase: str = "",
 ) -> dict[str, Any]:
-    """The JSON-friendly record one item attaches to its pytest report."""
-    return {"test": test, "case": case, "status": status, "message": message, "detail": detail, "error": error, "duration_s": duration_s}
+    """The JSON-friendly record one item attaches to its pytest report (``phase``: where it failed)."""
+    return {
+        "test": test,
+        "case": case,
+        "status": status,
+        "message": message,
+        "detail": detail,
+        "error": error,
+        "duration_s": duration_s,
+        "phase": phase,
+    }
 
 
 def record_from_nodeid(nodeid: str, message: str) -> dict[str, Any] | None:
@@ -74,11 +92,23 @@ def case_records(tests: Sequence[ConformanceTest], records: Mapping[Key, Mapping
                     detail=str(raw.get("detail", "")),
                     error=bool(raw.get("error", False)),
                     duration_s=float(raw.get("duration_s", 0.0)),
+                    phase=str(raw.get("phase", "")),
                     provisional=test.provisional,
                     description=test.description,
                 )
             )
     return out
+
+
+def setup_failure_lines(cases: Sequence[cr.CaseRecord]) -> list[str]:
+    """One line per case that failed before its rule was checked: the step, its time, the cause's first line."""
+    lines = []
+    for case in cases:
+        if case.status == cr.FAILED and case.phase and not case.phase.startswith("check"):
+            first = case.message.splitlines()[0] if case.message else f"failed in {case.phase}"
+            log = phases.log_named_in(case.message)
+            lines.append(f"{case.name}: {first}" + (f" (log: {log})" if log else ""))
+    return lines
 
 
 def build(

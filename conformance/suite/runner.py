@@ -11,7 +11,9 @@ named ``ShortName`` or ``ShortName[case-id]`` in both lists.
 
 ``run_case`` creates a fresh environment, builds the ``TestContext``, awaits the check under the
 ``test_s`` deadline, unwinds the cleanups in reverse order (each bounded by ``cleanup_s``) and
-closes the environment — whatever the check did. An ``AssertionError`` (including a missed
+closes the environment — whatever the check did. A step of the environment's setup that fails
+(the cluster's bring-up, the operator's install) fails the case in setup, naming the step, its
+time and its log (``phases``); so does a deployment that never became ready. An ``AssertionError`` (including a missed
 deadline) is a failure; any other exception is a failure marked as an error, with its traceback.
 The outcome is plain data plus the exception, which the pytest item re-raises.
 """
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from conformance.suite import environments
+from conformance.suite import environments, phases
 from conformance.suite.test_case import Case, Cleanup, ConformanceTest, TestContext
 from conformance.suite.timeouts import Timeouts
 
@@ -82,6 +84,7 @@ class CaseOutcome:
     detail: str = ""
     error: bool = False
     duration_s: float = 0.0
+    phase: str = ""  # where it failed: phases.SETUP (with the step), CHECK or CLEANUP; '' when it passed
     exception: BaseException | None = field(default=None, repr=False)
 
 
@@ -140,7 +143,10 @@ def decide(test: ConformanceTest, case: Case, options: RunOptions) -> Decision:
 async def run_case(test: ConformanceTest, case: Case, implementation: Implementation, options: RunOptions) -> CaseOutcome:
     """Run one case of one test in a fresh environment; never raises for what the check does."""
     started = time.monotonic()
-    env = environments.create(options.env, implementation)
+    try:
+        env = environments.create(options.env, implementation)
+    except phases.SetupFailed as exc:
+        return _outcome(exc, [], time.monotonic() - started)
     ctx = TestContext(
         implementation=implementation,
         env=env,
@@ -191,7 +197,7 @@ def _message(exc: BaseException) -> str:
         frames = traceback.extract_tb(exc.__traceback__)
         where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
         text = f"{type(exc).__name__}{where}"
-    elif not isinstance(exc, AssertionError):
+    elif not isinstance(exc, (AssertionError, phases.SetupFailed)):  # NB: SetupFailed's text says what it is
         text = f"{type(exc).__name__}: {text}"
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + " [...]"
 
@@ -200,9 +206,10 @@ def _outcome(failure: Exception | None, problems: list[str], duration_s: float) 
     after = "\n\n".join(problems)
     if failure is None and not problems:
         return CaseOutcome(PASSED, duration_s=duration_s)
+    phase = phases.describe(failure, cleanup_failed=bool(problems)).label()
     if failure is None:
         error = CleanupError(after)
-        return CaseOutcome(FAILED, message=_message(error), detail=after, error=True, duration_s=duration_s, exception=error)
+        return CaseOutcome(FAILED, message=_message(error), detail=after, error=True, duration_s=duration_s, phase=phase, exception=error)
     detail = "".join(traceback.format_exception(failure)).rstrip()
     if after:
         detail += "\n\nAfter the check:\n" + after
@@ -212,5 +219,6 @@ def _outcome(failure: Exception | None, problems: list[str], duration_s: float) 
         detail=detail,
         error=not isinstance(failure, AssertionError),
         duration_s=duration_s,
+        phase=phase,
         exception=failure,
     )

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from conformance.suite import phases
+
 if TYPE_CHECKING:
     from conformance.suite.timeouts import Timeouts
     from fixtures.adapter import Deployment, DeploymentSpec, Environment, Implementation
@@ -97,8 +99,8 @@ class ConformanceTest:
         return f"{self.short_name}[{case.id}]"
 
 
-class DeployTimeout(AssertionError):
-    """The implementation did not deploy within ``deploy_ready_s``: a conformance failure."""
+class DeployTimeout(phases.DeploymentNotReady):
+    """The implementation did not deploy within ``deploy_ready_s``: a conformance failure, in setup."""
 
 
 @dataclass(repr=False)
