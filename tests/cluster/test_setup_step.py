@@ -7,6 +7,7 @@ a few seconds shows the heartbeat without ten minutes of compiling.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import time
 from pathlib import Path
@@ -36,7 +37,7 @@ class Terminal:
 
     def longest_silence(self, since: float) -> float:
         times = [since] + [t for t, _line in self.lines] + [time.monotonic()]
-        return max(b - a for a, b in zip(times, times[1:], strict=False))
+        return max(b - a for a, b in itertools.pairwise(times))
 
 
 @pytest.fixture
@@ -72,7 +73,9 @@ def test_a_failed_build_names_the_component_its_log_and_last_lines(fake_go: Path
     assert "compile error: something broke" in message
 
 
-def test_servecert_setup_exits_1_with_the_reason(fake_go: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_servecert_setup_exits_1_with_the_reason(
+    fake_go: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("FAKE_GO_FAIL", "cmd/kube-scheduler")
     parser = argparse.ArgumentParser()
     prerequisites.add_arguments(parser)
