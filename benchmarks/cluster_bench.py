@@ -53,7 +53,7 @@ def _say(line: str) -> None:
 
 def warm_up_seconds(timeout: float) -> float:
     name = f"bench-up-{uuid.uuid4().hex[:6]}"
-    command = [sys.executable, "-m", "conformance", "cluster"]
+    command = [sys.executable, "-m", "servecert", "cluster"]
     started = time.monotonic()
     try:
         done = subprocess.run([*command, "up", "--name", name], capture_output=True, text=True, timeout=timeout, check=False)

@@ -119,7 +119,7 @@ async def _all_healthy(urls: list[str]) -> int:
 
 
 def _measure_idle(count: int) -> tuple[float, int]:
-    cmd = [sys.executable, "-m", "conformance", "engine", "serve", "--model", "idle", "--port", "0",
+    cmd = [sys.executable, "-m", "servecert", "engine", "serve", "--model", "idle", "--port", "0",
            "--host", "127.0.2.1", "--count", str(count)]
     with processes.running(cmd) as (proc, urls):
         if len(urls) != count:
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         _say(f"baseline: {base.tokens_per_s:,.0f} tokens/s ({base.requests} requests, {base.errors} errors)")
         _say("engine: servecert engine serve --time-scale 0, pinned to one core ...")
         eng = _measure_stream(
-            [sys.executable, "-m", "conformance", "engine", "serve", "--model", "bench", "--port", "0", "--time-scale", "0"],
+            [sys.executable, "-m", "servecert", "engine", "serve", "--model", "bench", "--port", "0", "--time-scale", "0"],
             args,
             "bench",
         )

@@ -81,7 +81,7 @@ def _load(script: Path, url: str, concurrency: int, seconds: float, max_tokens: 
 def throughput(args: argparse.Namespace) -> dict[str, Any]:
     if not args.load_script.is_file():
         raise RuntimeError(f"load script not found at {args.load_script}; pass --load-script PATH")
-    cli = [sys.executable, "-m", "conformance"]
+    cli = [sys.executable, "-m", "servecert"]
     results: dict[str, Any] = {"frontend": {}, "direct_engine": {}, "dynamo_1_6_1_anchor": DYNAMO_ANCHOR}
     with tempfile.TemporaryDirectory(prefix="servecert-bench-") as folder:
         engines, engine_urls = processes.start([*cli, "engine", "serve", "--model", "bench", "--port", "0", "--count", "2",

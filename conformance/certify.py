@@ -60,7 +60,7 @@ def _prepared() -> bool:
     if os.environ.get(backends.BACKEND_ENV, "embedded") != "embedded":
         return True
     try:
-        prerequisites.ensure("cluster", haproxy=False)
+        prerequisites.ensure("cluster")
     except prerequisites.PrerequisiteError as exc:
         _error(f"{exc}\nrun `servecert setup --env cluster` to retry the build alone")
         return False

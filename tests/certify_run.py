@@ -26,7 +26,7 @@ def certify(
     timeout_s: float = 600.0,
 ) -> tuple[int, dict[str, Any], str]:
     """Exit code, parsed conformance-report.yaml, and stdout + stderr."""
-    cmd = [sys.executable, "-m", "conformance", "certify", "--implementation", implementation, "--report-dir", str(report_dir), *args]
+    cmd = [sys.executable, "-m", "servecert", "certify", "--implementation", implementation, "--report-dir", str(report_dir), *args]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if cluster_name is not None:
         env["SERVECERT_CLUSTER_NAME"] = cluster_name

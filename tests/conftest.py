@@ -60,7 +60,7 @@ class ServeProcess:
 
 
 def serve_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "conformance", "engine", "serve", *args]
+    return [sys.executable, "-m", "servecert", "engine", "serve", *args]
 
 
 @contextmanager

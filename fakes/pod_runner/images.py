@@ -1,10 +1,10 @@
 """Which container images the pod runner brings to life, and the command each one runs.
 
 An ``ImageSpec`` turns a pod's container (its ``args``, its pod IP and port) into a local
-command. The fake engine image runs ``python -m conformance engine serve``, the reference
-frontend image ``python -m conformance frontend serve`` (ready when ``/health`` answers; with
+command. The fake engine image runs ``python -m servecert engine serve``, the reference
+frontend image ``python -m servecert frontend serve`` (ready when ``/health`` answers; with
 ``DYN_DISCOVERY_BACKEND=kubernetes`` in the pod's env it finds the engines through their
-WorkerMetadata objects), the traffic proxy image ``python -m conformance proxy serve`` (HAProxy;
+WorkerMetadata objects), the traffic proxy image ``python -m servecert proxy serve`` (HAProxy;
 Ready when HAProxy answers ``/proxy/health``): the fakes never import the suite or the reference implementation, but
 spawning them as subprocesses is only a command line. The keys of
 ``KNOWN_IMAGES`` (image names without tag) are also what the cluster fixture excludes from kwok's
@@ -46,17 +46,17 @@ class ImageSpec:
 
 def _fake_engine(launch: Launch) -> list[str]:
     # NB: our --host/--port come last, so argparse keeps them over any the pod passed.
-    return [sys.executable, "-m", "conformance", "engine", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
+    return [sys.executable, "-m", "servecert", "engine", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
 
 
 def _frontend(launch: Launch) -> list[str]:
     # NB: as for the engine, our --host/--port come last and win.
-    return [sys.executable, "-m", "conformance", "frontend", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
+    return [sys.executable, "-m", "servecert", "frontend", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
 
 
 def _traffic_proxy(launch: Launch) -> list[str]:
     # NB: `proxy serve` execs HAProxy, so the supervised pid is HAProxy's own.
-    return [sys.executable, "-m", "conformance", "proxy", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
+    return [sys.executable, "-m", "servecert", "proxy", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
 
 
 KNOWN_IMAGES: dict[str, ImageSpec] = {

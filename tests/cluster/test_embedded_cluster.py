@@ -275,7 +275,7 @@ def test_cluster_up_status_down_from_a_shell_leave_no_process_behind(api: Any) -
     """Even an engine whose pod runner was SIGKILLed is ended by ``down`` (through its pid file)."""
     name = f"cli-{os.getpid()}"
     directory = str(state.cluster_dir(name))
-    command = [sys.executable, "-m", "conformance", "cluster"]
+    command = [sys.executable, "-m", "servecert", "cluster"]
     engine = 0
     try:
         up = subprocess.run([*command, "up", "--name", name, "--nodes", "2"], capture_output=True, text=True, timeout=180, check=False)

@@ -63,7 +63,7 @@ def test_the_frontend_image_serves_on_the_pod_ip_and_is_ready_on_health() -> Non
     spec = images.lookup(FRONTEND_IMAGE)
     assert spec is not None and spec.health_path == "/health"
     argv = spec.command(images.Launch(args=["--frontend-id", "f", "--port", "1"], host="127.64.0.7", port=8000))
-    assert argv[:5] == [sys.executable, "-m", "conformance", "frontend", "serve"]
+    assert argv[:5] == [sys.executable, "-m", "servecert", "frontend", "serve"]
     assert argv[-4:] == ["--host", "127.64.0.7", "--port", "8000"]
 
 

@@ -109,7 +109,7 @@ def test_the_fake_engine_command_puts_the_pod_ip_and_port_last() -> None:
     spec = images.lookup("servecert/fake-engine:v1")
     assert spec is not None and images.lookup("busybox") is None
     argv = spec.command(images.Launch(args=["--model", "m", "--host", "0.0.0.0"], host="127.64.0.9", port=8000))
-    assert argv[:5] == [sys.executable, "-m", "conformance", "engine", "serve"]
+    assert argv[:5] == [sys.executable, "-m", "servecert", "engine", "serve"]
     assert argv[-4:] == ["--host", "127.64.0.9", "--port", "8000"]
     assert images.strip_tag("localhost:5000/servecert/fake-engine") == "localhost:5000/servecert/fake-engine"
 

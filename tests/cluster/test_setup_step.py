@@ -53,7 +53,7 @@ def test_a_slow_build_shows_a_line_at_least_every_heartbeat_naming_what_it_build
     monkeypatch.setenv("FAKE_GO_SLEEP_S", "2.5")
     terminal = Terminal()
     started = time.monotonic()
-    prerequisites.ensure("cluster", terminal, haproxy=False)
+    prerequisites.ensure("cluster", terminal)
     assert time.monotonic() - started >= 2.5, "the fake build did not sleep: the test shows nothing"
     assert terminal.longest_silence(started) <= HEARTBEAT_S + SLACK_S, terminal.text()
     text = terminal.text()
@@ -66,7 +66,7 @@ def test_a_slow_build_shows_a_line_at_least_every_heartbeat_naming_what_it_build
 def test_a_failed_build_names_the_component_its_log_and_last_lines(fake_go: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_GO_FAIL", "sigs.k8s.io/kwok/cmd/kwok@")
     with pytest.raises(prerequisites.PrerequisiteError) as failed:
-        prerequisites.ensure("cluster", Terminal(), haproxy=False)
+        prerequisites.ensure("cluster", Terminal())
     message = str(failed.value)
     assert "kwok failed" in message
     assert str(binaries.log_path("kwok")) in message
@@ -86,9 +86,9 @@ def test_servecert_setup_exits_1_with_the_reason(
 
 
 def test_a_warm_cache_builds_nothing_and_says_where_the_binaries_are(fake_go: Path) -> None:
-    prerequisites.ensure("cluster", Terminal(), haproxy=False)
+    prerequisites.ensure("cluster", Terminal())
     terminal = Terminal()
-    prerequisites.ensure("cluster", terminal, haproxy=False)
+    prerequisites.ensure("cluster", terminal)
     assert f"cluster binaries: cached in {binaries.bin_dir()}" in terminal.text()
     assert "building" not in terminal.text()
 
@@ -128,5 +128,5 @@ def test_a_background_build_runs_at_idle_priority_and_stop_ends_it_with_its_go(f
 
 
 def test_nothing_starts_in_the_background_when_the_binaries_are_cached(fake_go: Path) -> None:
-    prerequisites.ensure("cluster", Terminal(), haproxy=False)
+    prerequisites.ensure("cluster", Terminal())
     assert prerequisites.start_background("cluster", Terminal()) is None

@@ -6,8 +6,10 @@ from typing import Any, cast
 
 import pytest
 
-from conformance import planner_assertions, planner_checks, planner_scenarios
 from conformance.suite.timeouts import Timeouts
+from conformance.tests.planner_scaling import _assertions as planner_assertions
+from conformance.tests.planner_scaling import _checks as planner_checks
+from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 from fixtures.load_generator import Result
 
 

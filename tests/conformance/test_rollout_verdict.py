@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from conformance import rollout_scenarios as scenarios
-from conformance import rollout_verdict as verdict
-from conformance.rollout_traffic import Sent
+from conformance.tests.rollout_isolation import _scenarios as scenarios
+from conformance.tests.rollout_isolation import _verdict as verdict
+from conformance.tests.rollout_isolation._traffic import Sent
 from fixtures.traffic import Outcome
 
 SWITCH = 5.0

@@ -233,7 +233,7 @@ def test_the_environment_says_who_the_pod_is() -> None:
 
 
 def _serve(extra_env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "conformance", "engine", "serve", "--model", "m", "--port", "0", "--time-scale", "0", *args]
+    cmd = [sys.executable, "-m", "servecert", "engine", "serve", "--model", "m", "--port", "0", "--time-scale", "0", *args]
     env = {"PATH": "/usr/bin:/bin", kube_names.ENV_DISCOVERY_BACKEND: kube_names.DISCOVERY_KUBERNETES, **extra_env}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, check=False)
 

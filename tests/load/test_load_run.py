@@ -17,7 +17,7 @@ from tests.conftest import serve_process
 def test_a_load_run_writes_csv_json_and_an_html_page_with_plots(workers: int, tmp_path: Path) -> None:
     with serve_process("--model", "servecert-planner-model", "--port", "0", "--time-scale", "0") as engine:
         done = subprocess.run(
-            [sys.executable, "-m", "conformance", "load", "run", "step", "--host", engine.urls[0], "--duration", "6",
+            [sys.executable, "-m", "servecert", "load", "run", "step", "--host", engine.urls[0], "--duration", "6",
              "--users", "4", "--workers", str(workers), "--report-dir", str(tmp_path)],
             capture_output=True, text=True, timeout=180, check=False,
         )
@@ -31,6 +31,6 @@ def test_a_load_run_writes_csv_json_and_an_html_page_with_plots(workers: int, tm
 
 
 def test_an_unknown_profile_is_one_line_listing_the_known_ones(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "conformance", "load", "run", "nope", "--host", "http://127.0.0.1:9"],
+    done = subprocess.run([sys.executable, "-m", "servecert", "load", "run", "nope", "--host", "http://127.0.0.1:9"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "known: " in done.stderr and "scaling-step" in done.stderr

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conformance import rollout_scenarios as scenarios
+from conformance.tests.rollout_isolation import _scenarios as scenarios
 from fixtures.cluster.backends import Cluster
 from tests.certify_run import certify as certify_subprocess
 from tests.certify_run import profile_of

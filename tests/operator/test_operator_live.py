@@ -144,7 +144,7 @@ def test_a_dgd_serves_completions_through_its_frontend(
     import urllib.error
     import urllib.request
 
-    from conformance import cluster_manifests
+    from conformance.utils import manifests as cluster_manifests
 
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     custom.create_namespaced_custom_object(
@@ -200,7 +200,7 @@ def test_the_planners_kubernetes_connector_scales_a_dgd_through_the_operator(
 ) -> None:
     import asyncio
 
-    from conformance import cluster_manifests
+    from conformance.utils import manifests as cluster_manifests
     from reference_impl.planner.connectors.kubernetes import KubernetesConnector
     from reference_impl.planner.connectors.protocol import AWAITING_ACK, ISSUED, UNCHANGED
 

@@ -1,6 +1,6 @@
 """Rollouts survive failures: the operator killed mid-rollout, an engine killed mid-stream.
 
-Both drive the suite's own ROLLOUT-ISOLATION scenario (``conformance.rollout_checks``: the
+Both drive the suite's own ROLLOUT-ISOLATION scenario (``conformance.tests.rollout_isolation._checks``: the
 DGD of 1 frontend, 2 prefill, 2 decode, streaming traffic through its proxy, the fakes' ground
 truth) against a reference operator this test installs, so it can kill it by pid:
 
@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 
-from conformance import cluster_checks as kc
-from conformance import rollout_checks as rc
-from conformance import rollout_scenarios as scenarios
-from conformance import rollout_verdict as verdict
 from conformance.suite.timeouts import Timeouts
+from conformance.tests.rollout_isolation import _checks as rc
+from conformance.tests.rollout_isolation import _scenarios as scenarios
+from conformance.tests.rollout_isolation import _verdict as verdict
+from conformance.utils import kube as kc
 from fixtures import operator_install
 from fixtures.cluster.backends import Cluster
 from fixtures.cluster_env import ClusterEnvironment, ClusterSession

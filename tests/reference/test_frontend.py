@@ -138,7 +138,7 @@ async def test_a_repeated_prompt_goes_to_the_worker_holding_its_prefix(env: Proc
 def test_the_frontend_process_finds_engines_by_file_discovery(tmp_path: Path) -> None:
     folder = tmp_path / "workers"
     with serve_process("--model", MODEL, "--port", "0", "--time-scale", "0", "--discovery-dir", str(folder)):
-        cmd = [sys.executable, "-m", "conformance", "frontend", "serve", "--port", "0", "--discovery-dir", str(folder)]
+        cmd = [sys.executable, "-m", "servecert", "frontend", "serve", "--port", "0", "--discovery-dir", str(folder)]
         frontend = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         try:
             assert frontend.stdout is not None
@@ -164,7 +164,7 @@ def test_the_frontend_process_finds_engines_by_file_discovery(tmp_path: Path) ->
 
 
 def test_a_bad_router_variable_stops_the_frontend_with_a_message(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "conformance", "frontend", "serve", "--port", "0", "--discovery-dir", str(tmp_path)]
+    cmd = [sys.executable, "-m", "servecert", "frontend", "serve", "--port", "0", "--discovery-dir", str(tmp_path)]
     env = {"DYN_ROUTER_KV_TRANSFER_MISMATCH_POLICY": "sometimes", "PATH": "/usr/bin:/bin"}
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=env, check=False)
     assert done.returncode == 2

@@ -45,7 +45,7 @@ def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pa
 @contextmanager
 def frontend(slot: int, folder: Path, *args: str) -> Iterator[ServeProcess]:
     """``servecert frontend serve`` with POD_NAME set, until it prints ``ready``; killed by pid if still running at the end."""
-    cmd = [sys.executable, "-m", "conformance", "frontend", "serve", "--host", address(slot), "--port", "0"]
+    cmd = [sys.executable, "-m", "servecert", "frontend", "serve", "--host", address(slot), "--port", "0"]
     with started([*cmd, "--discovery-dir", str(folder), *args], {"POD_NAME": f"frontend-pod-{slot}"}, kill=True) as served:
         yield served
 

@@ -197,7 +197,7 @@ def test_the_frontend_command_builds_the_backend_the_config_asks_for(tmp_path: P
 
 
 def test_the_frontend_process_refuses_kubernetes_discovery_without_kubeconfig() -> None:
-    cmd = [sys.executable, "-m", "conformance", "frontend", "serve", "--port", "0"]
+    cmd = [sys.executable, "-m", "servecert", "frontend", "serve", "--port", "0"]
     env = {kube_names.ENV_DISCOVERY_BACKEND: kube_names.DISCOVERY_KUBERNETES, kube_names.ENV_POD_NAMESPACE: NS, "PATH": "/usr/bin:/bin"}
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, check=False)
     assert done.returncode == 2, done.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import cli
+from servecert import cli
 from tests.suite import suite_helpers
 
 

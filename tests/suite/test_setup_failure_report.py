@@ -49,7 +49,7 @@ def failed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path
     cache, report_dir = broken_cache(root / "cache"), root / "report"
     env = {k: v for k, v in os.environ.items() if k not in ("SERVECERT_CLUSTER_NAME", "SERVECERT_CLUSTER_BACKEND", "PYTEST_XDIST_WORKER")}
     env.update({"SERVECERT_CACHE": str(cache), "PYTHONPATH": str(REPO)})
-    cmd = [sys.executable, "-m", "conformance", "certify", "--implementation", "reference", "--env", "cluster"]
+    cmd = [sys.executable, "-m", "servecert", "certify", "--implementation", "reference", "--env", "cluster"]
     cmd += ["--profile", PROFILE, "--report-dir", str(report_dir)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=REPO, check=False)
     return done.returncode, done.stdout + done.stderr, report_dir

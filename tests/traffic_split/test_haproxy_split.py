@@ -90,7 +90,7 @@ async def proxy(tmp_path: Path) -> AsyncIterator[Proxy]:
     try:
         new = await _backend("new", new_host)
         try:
-            argv = [sys.executable, "-m", "conformance", "proxy", "serve", "--host", host, "--port", str(PORT)]
+            argv = [sys.executable, "-m", "servecert", "proxy", "serve", "--host", host, "--port", str(PORT)]
             argv += ["--admin-port", str(ADMIN), "--config-dir", str(tmp_path)]
             process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:

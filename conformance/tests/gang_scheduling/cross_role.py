@@ -8,10 +8,10 @@ whole, together: the suite's watch allows a role to run alone only for ``gang_bi
 
 from __future__ import annotations
 
-from conformance import cluster_checks as kc
-from conformance import gang_checks as gc
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.tests.gang_scheduling import _checks as gc
+from conformance.utils import kube as kc
 
 PAIR_GPUS = 48
 CASES = {"decode-alone-fits": 40, "prefill-alone-fits": 24}

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance import cluster_checks as kc
-from conformance import gang_checks as gc
-from conformance import network_topology as nt
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.tests.gang_scheduling import _checks as gc
+from conformance.tests.gang_scheduling import _network_topology as nt
+from conformance.utils import kube as kc
 from fixtures.cluster import hypernodes, topology
 
 ZONES, RACKS, HOSTS = 2, 2, 2

@@ -10,11 +10,11 @@ Ground truth: the pods' ``spec.nodeName`` and the HyperNodes the suite created.
 
 from __future__ import annotations
 
-from conformance import cluster_checks as kc
-from conformance import gang_checks as gc
-from conformance import network_topology as nt
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.tests.gang_scheduling import _checks as gc
+from conformance.tests.gang_scheduling import _network_topology as nt
+from conformance.utils import kube as kc
 
 
 async def check(ctx: TestContext) -> None:

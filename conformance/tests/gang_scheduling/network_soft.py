@@ -11,11 +11,11 @@ Each gang is removed before the next.
 
 from __future__ import annotations
 
-from conformance import cluster_checks as kc
-from conformance import gang_checks as gc
-from conformance import network_topology as nt
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.tests.gang_scheduling import _checks as gc
+from conformance.tests.gang_scheduling import _network_topology as nt
+from conformance.utils import kube as kc
 
 
 async def check(ctx: TestContext) -> None:

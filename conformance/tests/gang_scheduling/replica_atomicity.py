@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 
-from conformance import cluster_checks as kc
-from conformance import gang_checks as gc
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.tests.gang_scheduling import _checks as gc
+from conformance.utils import kube as kc
 
 NODES = 10
 STEP_S = 1.0

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance import cluster_checks as kc
-from conformance import gang_checks as gc
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.tests.gang_scheduling import _checks as gc
+from conformance.utils import kube as kc
 
 FULL, PARTIAL, BLOCKED = "full capacity", "partial (1P + 1D)", "blocked"
 ROWS: dict[int, str] = {80: FULL, 64: PARTIAL, 48: PARTIAL, 32: BLOCKED, 16: BLOCKED}

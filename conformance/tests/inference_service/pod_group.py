@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance import cluster_checks as kc
-from conformance import cluster_manifests as manifests
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.utils import kube as kc
+from conformance.utils import manifests
 
 
 def expected_min_member(body: dict[str, Any]) -> int:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from conformance import cluster_checks as kc
-from conformance import cluster_manifests as manifests
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.utils import kube as kc
+from conformance.utils import manifests
 
 CASES = (
     # id, DGD arguments, fragments the refusal must contain

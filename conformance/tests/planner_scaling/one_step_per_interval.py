@@ -7,9 +7,11 @@ and so is one decision moving a component by two.
 
 from __future__ import annotations
 
-from conformance import planner_assertions, planner_checks, planner_scenarios
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.tests.planner_scaling import _assertions as planner_assertions
+from conformance.tests.planner_scaling import _checks as planner_checks
+from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 
 SCENARIOS = {"step-x4": planner_scenarios.STEP_X4, "ramp": planner_scenarios.RAMP}
 

@@ -8,9 +8,11 @@ the count it had before the load rose.
 
 from __future__ import annotations
 
-from conformance import planner_assertions, planner_checks, planner_scenarios
 from conformance.suite import features
 from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.tests.planner_scaling import _assertions as planner_assertions
+from conformance.tests.planner_scaling import _checks as planner_checks
+from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 
 
 async def check(ctx: TestContext) -> None:

@@ -7,9 +7,11 @@ hash id, so prefix caching and KV-aware routing are in play.
 
 from __future__ import annotations
 
-from conformance import planner_assertions, planner_checks, planner_scenarios
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.tests.planner_scaling import _assertions as planner_assertions
+from conformance.tests.planner_scaling import _checks as planner_checks
+from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 
 SCENARIOS = {s.name: s for s in (planner_scenarios.BURST, planner_scenarios.DIURNAL, planner_scenarios.TRACE)}
 

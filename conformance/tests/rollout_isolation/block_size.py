@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from conformance import rollout_checks as rc
-from conformance import rollout_scenarios as scenarios
-from conformance import rollout_verdict as verdict
 from conformance.suite import features
 from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.tests.rollout_isolation import _checks as rc
+from conformance.tests.rollout_isolation import _scenarios as scenarios
+from conformance.tests.rollout_isolation import _verdict as verdict
 
 
 async def check(ctx: TestContext) -> None:

@@ -6,12 +6,12 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from conformance import cluster_checks as kc
-from conformance import rollout_checks as rc
-from conformance import rollout_scenarios as scenarios
-from conformance import rollout_verdict as verdict
 from conformance.suite import features
 from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.tests.rollout_isolation import _checks as rc
+from conformance.tests.rollout_isolation import _scenarios as scenarios
+from conformance.tests.rollout_isolation import _verdict as verdict
+from conformance.utils import kube as kc
 from fixtures.cluster_env import ClusterEnvironment
 
 SETTLE_S = 2.0

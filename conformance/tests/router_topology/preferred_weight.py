@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import aiohttp
 
-from conformance import router_checks, shapes
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.tests.router_topology import _checks as router_checks
+from conformance.tests.router_topology import _placements as shapes
 from fixtures.adapter import PREFERRED, WorkerSpec
 
 REQUESTS = 48

@@ -2,7 +2,7 @@
 
 Data flow::
 
-    WeightSampler(env, dgd name).run()   (a task beside ``rollout_checks.run_in``)
+    WeightSampler(env, dgd name).run()   (a task beside ROLLOUT-ISOLATION's ``_checks.run_in``)
         waits for the DGD's status.address (the proxy pod's IP), then every ``period_s``:
         ``show servers state`` on the proxy's runtime API -> {frontend address: weight} of the
         slots in service (not in maintenance, not draining), kept only when it differs from the last
@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from conformance import cluster_checks as kc
-from conformance.rollout_scenarios import TARGETS, ctype
-from conformance.rollout_verdict import Timeline, serving
+from conformance.tests.rollout_isolation._scenarios import TARGETS, ctype
+from conformance.tests.rollout_isolation._verdict import Timeline, serving
+from conformance.utils import kube as kc
 from fixtures.cluster_env import ClusterEnvironment
 from reference_impl.operator.dgd_pods import FRONTEND_PORT, PROXY_ADMIN_PORT
 from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError

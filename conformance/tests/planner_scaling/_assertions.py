@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from conformance.planner_checks import FLOOR_MARGIN, ScenarioRun, value_at
+from conformance.tests.planner_scaling._checks import FLOOR_MARGIN, ScenarioRun, value_at
 from fixtures.planner_calibration import ENGINE_RPS
 from fixtures.planner_harness import COMPONENTS
 

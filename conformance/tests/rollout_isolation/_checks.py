@@ -6,7 +6,7 @@ Data flow of one scenario (``run``)::
     PodHistory (every pod version, timed) + StreamingTraffic (every request's outcome) start
     the scenario's change is patched into the spec (``mid_way`` then acts: pause, revert, kill)
     wait until only the final version's pods run, all Ready; traffic stops; ground truth is read
-    -> ``rollout_verdict.Evidence``: the client's outcomes, the engines' ground-truth records
+    -> ``_verdict.Evidence``: the client's outcomes, the engines' ground-truth records
        (one JSON-lines file per engine pod, written by the fakes and kept by the pod runner after
        the pod is gone), the pod timeline, the WorkerMetadata left, the implementation's Events
        (reported, never judged)
@@ -24,13 +24,13 @@ from typing import Any
 
 import aiohttp
 
-from conformance import cluster_checks as kc
-from conformance.rollout_scenarios import BLOCK_SIZE, CONCURRENCY, MODEL, TARGETS, Scenario, base_dgd, ctype
-from conformance.rollout_traffic import StreamingTraffic
-from conformance.rollout_verdict import WARM_S, Evidence, Timeline, serving
 from conformance.suite import phases
 from conformance.suite.test_case import TestContext
 from conformance.suite.timeouts import Timeouts
+from conformance.tests.rollout_isolation._scenarios import BLOCK_SIZE, CONCURRENCY, MODEL, TARGETS, Scenario, base_dgd, ctype
+from conformance.tests.rollout_isolation._traffic import StreamingTraffic
+from conformance.tests.rollout_isolation._verdict import WARM_S, Evidence, Timeline, serving
+from conformance.utils import kube as kc
 from fakes import groundtruth
 from fakes.pod_runner.runner import groundtruth_dir
 from fixtures import traffic

@@ -3,8 +3,8 @@
 A scenario is data: the seed 001 failure mode it exercises (its failure messages start with it),
 the change to the DGD's spec, and how to read from a pod's own container spec (the argument,
 env or image tag the change touched) whether it runs the new version — never from the
-implementation's labels or status. ``conformance.rollout_verdict`` judges a rollout with it,
-``conformance.rollout_checks`` drives one.
+implementation's labels or status. ``conformance.tests.rollout_isolation._verdict`` judges a rollout with it,
+``conformance.tests.rollout_isolation._checks`` drives one.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ ENGINE_TIMING = "constant:40:30"
 CONCURRENCY = 12
 """Streams in flight at once: ~24 requests a second, so even a rollout over in 2 s (a frontend-only one
 that ends the old frontend as soon as the new is Ready) serves enough requests to judge the traffic
-split (``rollout_verdict``'s 20); with 4, such a rollout served 12-16."""
+split (``_verdict``'s 20); with 4, such a rollout served 12-16."""
 
 MDC = "seed 001 3.1 (MDC checksum)"
 KV_LAYOUT = "seed 001 3.2 (KV cache layout)"

@@ -4,7 +4,7 @@ Data flow::
 
     add_case_nodes(env, n)        kwok Nodes of 8 GPUs, labelled and tainted servecert.io/case=<namespace>
     story4(env) / place(spec)     pods select and tolerate exactly those nodes
-    PodHistory (cluster_checks)   every pod event the suite's own watch saw, with the time it saw it
+    PodHistory (utils.kube)   every pod event the suite's own watch saw, with the time it saw it
         -> timeline(history)      (time, pod, bound?) — bound from spec.nodeName to deletion
         -> partial_spans / unpaired_spans     how long a replica was partly bound, or a role ran alone
         -> *_must_* assertions    name the replica, the span and the pods
@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from conformance import cluster_checks as kc
 from conformance.suite.test_case import TestContext
+from conformance.utils import kube as kc
 from fixtures import seed_examples
 from fixtures.cluster import kube, topology
 from fixtures.cluster_env import ClusterEnvironment

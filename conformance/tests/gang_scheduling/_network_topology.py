@@ -24,8 +24,8 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from conformance import cluster_checks as kc
-from conformance import gang_checks as gc
+from conformance.tests.gang_scheduling import _checks as gc
+from conformance.utils import kube as kc
 from fixtures.cluster import hypernodes
 from fixtures.cluster_env import ClusterEnvironment
 

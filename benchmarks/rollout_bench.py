@@ -54,7 +54,7 @@ def _locust(args: argparse.Namespace, model: str) -> tuple[Callable[[str], None]
     started: list[subprocess.Popen[bytes]] = []
 
     def start(url: str) -> None:
-        cmd = [sys.executable, "-m", "conformance", "load", "run", "rollout", "--host", url, "--users", str(args.locust_users)]
+        cmd = [sys.executable, "-m", "servecert", "load", "run", "rollout", "--host", url, "--users", str(args.locust_users)]
         cmd += ["--duration", str(args.locust_duration), "--model", model, "--report-dir", str(args.locust_report)]
         started.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
@@ -104,8 +104,10 @@ async def proxy_cost(direct: str, proxied: str, model: str, requests: int) -> di
 
 async def _sampled(env: Any, on_traffic: Callable[[str], None] | None) -> tuple[Any, list[tuple[float, dict[str, int]]]]:
     """The suite's block-size rollout, with the proxy's weights sampled beside it (``proxy_weight_sampler``)."""
-    from conformance import proxy_weight_sampler, rollout_checks, rollout_scenarios
+    from benchmarks import proxy_weight_sampler
     from conformance.suite.timeouts import Timeouts
+    from conformance.tests.rollout_isolation import _checks as rollout_checks
+    from conformance.tests.rollout_isolation import _scenarios as rollout_scenarios
 
     sampler = proxy_weight_sampler.WeightSampler(env, rollout_scenarios.DGD_NAME)
     task = asyncio.create_task(sampler.run())
@@ -118,8 +120,11 @@ async def _sampled(env: Any, on_traffic: Callable[[str], None] | None) -> tuple[
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance import cluster_checks as kc
-    from conformance import proxy_weight_sampler, rollout_checks, rollout_scenarios, rollout_verdict
+    from benchmarks import proxy_weight_sampler
+    from conformance.tests.rollout_isolation import _checks as rollout_checks
+    from conformance.tests.rollout_isolation import _scenarios as rollout_scenarios
+    from conformance.tests.rollout_isolation import _verdict as rollout_verdict
+    from conformance.utils import kube as kc
     from fixtures import operator_install
     from fixtures.cluster import embedded, state, topology
     from fixtures.cluster.backends import Cluster

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from conformance.shapes import MODEL
+from conformance.tests.router_topology._placements import MODEL
 from fixtures import traffic
 from fixtures.adapter import Deployment, DeploymentSpec, RouterSpec, WorkerRef, WorkerSpec
 from fixtures.observe import GroundTruth, Transfer

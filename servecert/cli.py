@@ -50,7 +50,7 @@ def _bench_gang(args: argparse.Namespace) -> int:
 
 
 def _bench_rollout(args: argparse.Namespace) -> int:
-    from conformance import rollout_bench
+    from benchmarks import rollout_bench
 
     return rollout_bench.run(args)
 
@@ -85,10 +85,21 @@ def _operator_run(args: argparse.Namespace) -> int:
     return run.main(args)
 
 
+def _haproxy_missing() -> str:
+    """Why the reference DGD's traffic proxy cannot run here ('' when Debian's haproxy is installed)."""
+    from reference_impl.traffic_split import haproxy
+
+    try:
+        haproxy.binary()
+    except haproxy.HAProxyMissing as exc:
+        return str(exc)
+    return ""
+
+
 def _setup(args: argparse.Namespace) -> int:
     from fixtures import prerequisites
 
-    return prerequisites.run(args)
+    return prerequisites.run(args, tools=(_haproxy_missing,))
 
 
 def _certify(args: argparse.Namespace) -> int:
@@ -98,8 +109,8 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from benchmarks import cluster_bench, engine_bench, gang_bench, router_bench
-    from conformance import certify, rollout_bench
+    from benchmarks import cluster_bench, engine_bench, gang_bench, rollout_bench, router_bench
+    from conformance import certify
     from fakes import serve
     from reference_impl.frontend import serve as frontend_serve
 

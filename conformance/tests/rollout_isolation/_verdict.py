@@ -1,7 +1,7 @@
 """ROLLOUT-ISOLATION's verdict: every rule a rollout broke, from the suite's own evidence.
 
-Data flow: ``Evidence`` holds what ``conformance.rollout_checks`` gathered — the client's outcome
-of every request (``rollout_traffic``), the engines' ground-truth records (one file per engine
+Data flow: ``Evidence`` holds what ``conformance.tests.rollout_isolation._checks`` gathered — the client's outcome
+of every request (``_traffic``), the engines' ground-truth records (one file per engine
 pod, kept after the pod is gone), the ``Timeline`` of pod states from the suite's watch — and
 ``verdict`` returns one sentence with numbers per broken rule; ``rollout_must_be_clean`` raises
 them prefixed with the scenario's seed 001 mode, so a failure names the mode. The rules:
@@ -30,9 +30,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.cluster_checks import pod_ready
-from conformance.rollout_scenarios import PAUSE, TARGETS, Scenario, ctype
-from conformance.rollout_traffic import Sent
+from conformance.tests.rollout_isolation._scenarios import PAUSE, TARGETS, Scenario, ctype
+from conformance.tests.rollout_isolation._traffic import Sent
+from conformance.utils.kube import pod_ready
 from fakes import groundtruth
 from protocol import engine_api
 

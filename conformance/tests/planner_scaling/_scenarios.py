@@ -9,7 +9,7 @@ the moments the checks judge are named beside each scenario.
 
 from __future__ import annotations
 
-from conformance.planner_checks import Scenario
+from conformance.tests.planner_scaling._checks import Scenario
 from fixtures.planner_calibration import ENGINE_RPS
 from load.shapes.burst import Burst
 from load.shapes.constant import Constant

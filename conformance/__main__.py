@@ -1,5 +1,0 @@
-import sys
-
-from conformance.cli import main
-
-sys.exit(main())

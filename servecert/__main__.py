@@ -1,0 +1,5 @@
+import sys
+
+from servecert.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Tests of the benchmarks' own pieces (figures are never asserted; their inputs are)."""
