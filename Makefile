@@ -31,7 +31,7 @@ debian-packages:
 		fi; \
 	fi
 
-# The cluster binaries (a cold build: about 10-15 min on 2 cores), outside every test's timeout.
+# The cluster binaries (a cold build: about 6 min on 2 cores), outside every test's timeout.
 setup: $(STAMP) debian-packages
 	$(VENV)/bin/servecert setup --env cluster
 
