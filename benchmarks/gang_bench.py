@@ -26,12 +26,12 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchmarks import figures as figures_mod
 from fixtures.cluster import topology
+from protocol import waiting
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 TABLE = {80: 3, 64: 2, 48: 2, 32: 0, 16: 0}
@@ -51,14 +51,8 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _wait(probe: Callable[[], bool], timeout: float, what: str) -> float:
-    # NB: not kube.wait_until: the figures are fractions of a second, so this polls every 50 ms.
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if probe():
-            return time.monotonic() - started
-        time.sleep(0.05)
-    raise RuntimeError(f"{what}: not reached within {timeout:g}s")
+POLL_S = 0.05
+"""Every wait polls this often (not kube's 0.2 s): the figures are fractions of a second."""
 
 
 class Bench:
@@ -103,12 +97,24 @@ class Bench:
             self.custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", namespace, "podgroups", body)
         manifests = [self.pod(f"p{i}", "gang" if with_group else f"solo-{i}") for i in range(pods)]
         kube.bulk(lambda m: self.core.create_namespaced_pod(namespace, m), manifests)
-        _wait(lambda: len(self.bound(namespace)) == pods, self.timeout, f"{pods} pods bound in {namespace}")
+        waiting.until(
+            lambda: len(self.bound(namespace)) == pods,
+            timeout_s=self.timeout,
+            what=f"{pods} pods bound in {namespace}",
+            interval_s=POLL_S,
+            error=RuntimeError,
+        )
         return time.monotonic() - started
 
     def clear(self, namespace: str) -> None:
         self.core.delete_namespace(namespace, grace_period_seconds=0)
-        _wait(lambda: not self._exists(namespace), self.timeout, f"namespace {namespace} gone")
+        waiting.until(
+            lambda: not self._exists(namespace),
+            timeout_s=self.timeout,
+            what=f"namespace {namespace} gone",
+            interval_s=POLL_S,
+            error=RuntimeError,
+        )
 
     def _exists(self, namespace: str) -> bool:
         from kubernetes.client.rest import ApiException
@@ -148,9 +154,21 @@ class Bench:
         if replicas:
             want = {"prefill": 2, "decode": 4}
             expected = want["prefill"] + want["decode"] * (replicas - 1)
-            _wait(lambda: len(self.bound(ns)) == expected, self.timeout, f"{expected} pods bound on {gpus} GPUs")
+            waiting.until(
+                lambda: len(self.bound(ns)) == expected,
+                timeout_s=self.timeout,
+                what=f"{expected} pods bound on {gpus} GPUs",
+                interval_s=POLL_S,
+                error=RuntimeError,
+            )
         else:
-            _wait(lambda: self._unschedulable(ns), self.timeout, f"PodGroup marked unschedulable on {gpus} GPUs")
+            waiting.until(
+                lambda: self._unschedulable(ns),
+                timeout_s=self.timeout,
+                what=f"PodGroup marked unschedulable on {gpus} GPUs",
+                interval_s=POLL_S,
+                error=RuntimeError,
+            )
         took = time.monotonic() - started
         self.clear(ns)
         for name in nodes:

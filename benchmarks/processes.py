@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from protocol import waiting
 
 READY_TIMEOUT_S = 120.0
 
@@ -17,18 +18,23 @@ def start(cmd: list[str], cpu: int | None = None) -> tuple[subprocess.Popen[str]
     if cpu is not None and cpu < (os.cpu_count() or 1):
         os.sched_setaffinity(proc.pid, {cpu})
     urls: list[str] = []
-    assert proc.stdout is not None
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
+    out = proc.stdout
+    assert out is not None
+
+    def ready() -> bool:  # NB: readline blocks until the next line, so no pause between reads
+        line = out.readline()
         if not line:
             raise RuntimeError(f"{' '.join(cmd[1:6])} exited with {proc.wait()} before it was ready")
         if "url=" in line:
             urls.append(line.split("url=", 1)[1].strip())
-        if line.startswith("ready"):
-            return proc, urls
-    stop(proc)
-    raise RuntimeError(f"{' '.join(cmd[1:6])} not ready within {READY_TIMEOUT_S:.0f}s")
+        return line.startswith("ready")
+
+    try:
+        waiting.until(ready, timeout_s=READY_TIMEOUT_S, what=f"{' '.join(cmd[1:6])} to print ready", interval_s=0)
+    except waiting.WaitTimeout as timed_out:
+        stop(proc)
+        raise RuntimeError(str(timed_out)) from None
+    return proc, urls
 
 
 def stop(proc: subprocess.Popen[str]) -> None:

@@ -30,6 +30,7 @@ from conformance.tests.rollout_isolation._scenarios import TARGETS, ctype
 from conformance.tests.rollout_isolation._verdict import Timeline, serving
 from conformance.utils import kube as kc
 from fixtures.cluster_env import ClusterEnvironment
+from protocol import waiting
 from reference_impl.operator.dgd_pods import FRONTEND_PORT, PROXY_ADMIN_PORT
 from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
 
@@ -50,9 +51,9 @@ class WeightSampler:
 
     async def run(self) -> None:
         """Sample until ``stop()`` or ``max_s``; a proxy that does not answer one poll is asked again at the next."""
-        deadline = time.monotonic() + self.max_s
+        deadline = waiting.Deadline(self.max_s)
         api = await self._proxy(deadline)
-        while api is not None and not self._stop.is_set() and time.monotonic() < deadline:
+        while api is not None and not self._stop.is_set() and not deadline.expired:
             try:
                 servers = await api.servers()
             except (OSError, TimeoutError, RuntimeApiError):
@@ -63,8 +64,8 @@ class WeightSampler:
                     self.samples.append((time.time(), weights))
             await self._sleep(self.period_s)
 
-    async def _proxy(self, deadline: float) -> RuntimeApi | None:
-        while not self._stop.is_set() and time.monotonic() < deadline:
+    async def _proxy(self, deadline: waiting.Deadline) -> RuntimeApi | None:
+        while not self._stop.is_set() and not deadline.expired:
             found = await kc.get(self.env, kc.DGD, self.dgd)
             address = ((found or {}).get("status") or {}).get("address")
             if address:

@@ -28,7 +28,7 @@ from typing import Any
 import aiohttp
 
 from benchmarks import processes
-from protocol import tokenizer
+from protocol import tokenizer, waiting
 from protocol.card import ModelCard
 from reference_impl.frontend import topology
 from reference_impl.frontend.discovery import WorkerInfo
@@ -61,13 +61,14 @@ def _say(message: str) -> None:
 
 async def _wait_routable(url: str, workers: int) -> None:
     async with aiohttp.ClientSession() as session:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
+
+        async def routable() -> bool:
             async with session.get(url + "/status") as resp:
-                if len((await resp.json())["workers"]) >= workers:
-                    return
-            await asyncio.sleep(0.1)
-    raise RuntimeError(f"frontend at {url} did not see {workers} workers within {READY_TIMEOUT_S:.0f}s")
+                return len((await resp.json())["workers"]) >= workers
+
+        await waiting.until_async(
+            routable, timeout_s=READY_TIMEOUT_S, what=f"frontend at {url} to see {workers} workers", interval_s=0.1, error=RuntimeError
+        )
 
 
 def _load(script: Path, url: str, concurrency: int, seconds: float, max_tokens: int) -> dict[str, Any]:

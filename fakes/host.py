@@ -24,6 +24,7 @@ from aiohttp import web
 
 from fakes import server
 from fakes.engine import Engine, EngineConfig
+from protocol import waiting
 
 DRAIN_QUIET_S = 1.0
 """Idle time that ends a drain; longer than a frontend's discovery poll (0.2 s files, 0.3 s Kubernetes) plus a listing."""
@@ -93,7 +94,7 @@ class EngineHost:
         Only ``engine``'s work counts when one is given (one terminating pod among many). Returns the
         work still in flight when it gave up (0: drained).
         """
-        deadline = time.monotonic() + limit_s
+        deadline = waiting.Deadline(limit_s)
         quiet_since: float | None = None
         for _ in range(int(limit_s / DRAIN_POLL_S) + 2):  # NB: each turn waits DRAIN_POLL_S unless it is the last
             now = time.monotonic()
@@ -101,9 +102,9 @@ class EngineHost:
             quiet_since = None if busy else (now if quiet_since is None else quiet_since)
             if quiet_since is not None and now - quiet_since >= quiet_s:
                 return 0
-            if now >= deadline or (interrupt is not None and interrupt.is_set()):
+            if now >= deadline.at or (interrupt is not None and interrupt.is_set()):
                 return busy
-            await _wait(interrupt, min(DRAIN_POLL_S, deadline - now))
+            await _wait(interrupt, min(DRAIN_POLL_S, deadline.at - now))
         return self.in_flight(engine)
 
     async def close(self) -> None:

@@ -37,7 +37,7 @@ from aiohttp import web
 
 from fakes import groundtruth, kv_pull
 from fakes.engine import Engine, EngineError, Seq
-from protocol import engine_api, tokenizer
+from protocol import engine_api, tokenizer, waiting
 from protocol import openai as openai_api
 from protocol.engine_api import EngineRequest
 
@@ -411,11 +411,11 @@ async def _subscribe(
     await resp.prepare(request)
     attach(listener)
     request.app[SUBSCRIBERS].add(queue)
-    deadline = time.monotonic() + min(float(request.query.get("max_seconds", MAX_SUBSCRIPTION_SECONDS)), MAX_SUBSCRIPTION_SECONDS)
+    deadline = waiting.Deadline(min(float(request.query.get("max_seconds", MAX_SUBSCRIPTION_SECONDS)), MAX_SUBSCRIPTION_SECONDS))
     try:
         for old in backlog:
             await resp.write(b"data: " + json.dumps(old).encode() + b"\n\n")
-        while (left := deadline - time.monotonic()) > 0:
+        while (left := deadline.remaining()) > 0:
             try:
                 item = await asyncio.wait_for(queue.get(), timeout=min(left, 15.0))
             except TimeoutError:

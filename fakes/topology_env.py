@@ -19,11 +19,12 @@ start-up with a message naming the variable. Nothing here sleeps unless enabled.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from protocol import waiting
 
 SEED_MOUNT_PATH = "/etc/podinfo/topology"
 REQUIRED = "required"
@@ -125,19 +126,21 @@ def load(env: Mapping[str, str], poll_interval: float = 0.2) -> TopologyConfig:
     level = (env.get("DYN_KV_TRANSFER_DOMAIN") or env.get("DYN_ROUTER_KV_TRANSFER_TOPOLOGY_LEVEL") or "").strip()
     enforcement, weight = _policy(env)
     wait = _wait_seconds(env)
-    deadline = time.monotonic() + wait
-    while True:
-        domains = read_files(folder)
-        if (level and level in domains) or (not level and domains):
-            break
-        if time.monotonic() >= deadline:
-            missing = folder / level if level else folder
-            what = f"topology file {missing}" if level else f"any topology file in {folder}"
-            raise TopologyStartupError(
-                f"DYN_TOPOLOGY_ENABLED is true but {what} was not populated within {wait:g}s; "
-                "the worker exits (the pod's topology labels were never projected)"
-            )
-        time.sleep(min(poll_interval, max(0.0, deadline - time.monotonic())))
+
+    def populated() -> dict[str, str] | None:
+        found = read_files(folder)
+        return found if (level and level in found) or (not level and found) else None
+
+    what = f"topology file {folder / level}" if level else f"any topology file in {folder}"
+    domains = waiting.until(
+        populated,
+        timeout_s=wait,
+        what=f"DYN_TOPOLOGY_ENABLED is true: {what} to be populated",
+        interval_s=poll_interval,
+        describe=lambda: "the worker exits (the pod's topology labels were never projected)",
+        error=TopologyStartupError,
+    )
+    assert domains is not None
     return TopologyConfig(
         enabled=True,
         domains=domains,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ import pytest
 
 from fakes.engine import EngineConfig
 from fakes.host import EngineHost
+from protocol import waiting
 
 # NB: pytester drives inner pytest sessions in tests/suite; pytest accepts pytest_plugins only in
 # the top-level conftest (a tests/suite/conftest.py would break a plain `pytest` run).
@@ -78,20 +78,20 @@ def started(cmd: list[str], env: dict[str, str] | None = None, kill: bool = Fals
     served = ServeProcess(proc)
     what = " ".join(cmd[3:5])
     try:
-        deadline = time.monotonic() + PROCESS_START_SECONDS
-        assert proc.stdout is not None
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
+        out = proc.stdout
+        assert out is not None
+
+        def ready() -> bool:  # NB: readline blocks until the next line, so no pause between reads
+            line = out.readline()
             if not line:
                 err = proc.stderr.read() if proc.stderr else ""
                 raise AssertionError(f"{what} exited with {proc.wait()} before ready: {''.join(served.lines)}{err}")
             served.lines.append(line)
             if "url=" in line:
                 served.urls.append(line.split("url=", 1)[1].strip())
-            if line.startswith("ready"):
-                break
-        else:
-            raise AssertionError(f"{what} not ready in time")
+            return line.startswith("ready")
+
+        waiting.until(ready, timeout_s=PROCESS_START_SECONDS, what=f"{what} to print ready", interval_s=0)
         yield served
     finally:
         if proc.poll() is None:

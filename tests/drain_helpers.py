@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
+
+from protocol import waiting
 
 
 def address(slot: int) -> str:
@@ -16,9 +17,8 @@ def address(slot: int) -> str:
 
 async def exited(proc: subprocess.Popen[str], within_s: float) -> int | None:
     """The exit status once ``proc`` ends, or None after ``within_s`` (polled, bounded)."""
-    for _ in range(int(within_s / 0.05) + 1):
+    async for _ in waiting.holding_async(within_s, 0.05):
         code = proc.poll()
         if code is not None:
             return code
-        await asyncio.sleep(0.05)
     return proc.poll()

@@ -61,6 +61,7 @@ from kubernetes.client.rest import ApiException
 from fakes.pod_runner import images, podspec
 from fakes.pod_runner.supervisor import ContainerRun, now_rfc3339
 from fakes.pod_runner.watching import Event, PodWatcher
+from protocol import waiting
 
 TICK_S = 0.1
 PROBE_INTERVAL_S = 0.3
@@ -196,10 +197,10 @@ class PodRunner:
         synced = False
         try:
             while not stop.is_set():
-                deadline = time.monotonic() + TICK_S
-                while time.monotonic() < deadline:
+                tick = waiting.Deadline(TICK_S)
+                while not tick.expired:
                     try:
-                        kind, payload = events.get(timeout=max(0.0, deadline - time.monotonic()))
+                        kind, payload = events.get(timeout=tick.remaining())
                     except queue.Empty:
                         break
                     self.handle(kind, payload)
@@ -439,11 +440,11 @@ class PodRunner:
         grace = min(grace_seconds(work.pod), FORCED_DELETE_GRACE_CAP_S)
         for run in work.containers:
             run.terminate(grace)
-        deadline = time.monotonic() + grace + 5.0
-        while any(r.running for r in work.containers) and time.monotonic() < deadline:
+        for _ in waiting.holding(grace + 5.0, 0.05):
+            if not any(r.running for r in work.containers):
+                break
             for run in work.containers:
                 run.kill_if_overdue()
-            time.sleep(0.05)
         for run in work.containers:
             run.stop_now(timeout=1.0)
         self.forget(work)

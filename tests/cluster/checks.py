@@ -7,7 +7,6 @@ and its last seen state, so a red test says what the cluster looked like.
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,18 +17,13 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from protocol import waiting
+
 POLL_S = 0.2
 
 
-def eventually(check: Callable[[], Any], what: str, timeout: float, describe: Callable[[], str] = lambda: "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what} not within {timeout:g}s; {describe()}")
-        time.sleep(POLL_S)
+def eventually(check: Callable[[], Any], what: str, timeout: float, describe: Callable[[], str] | None = None) -> Any:
+    return waiting.until(check, timeout_s=timeout, what=what, interval_s=POLL_S, describe=describe)
 
 
 def pod(api: Any, namespace: str, name: str) -> dict[str, Any] | None:
@@ -67,11 +61,9 @@ def pod_must_be_ready(api: Any, namespace: str, name: str, timeout: float = 30.0
 
 
 def pod_must_stay_unready(api: Any, namespace: str, name: str, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    for _ in waiting.holding(seconds, POLL_S):
         p = pod(api, namespace, name)
         assert not _ready(p), f"pod {namespace}/{name} became Ready too early: {_brief(p)}"
-        time.sleep(POLL_S)
 
 
 def pod_must_be_gone(api: Any, namespace: str, name: str, timeout: float = 30.0) -> None:

@@ -50,5 +50,5 @@ def test_a_component_that_exits_early_fails_fast_quoting_its_log(tmp_path: Path)
     proc = processes.spawn("broken", [sys.executable, "-c", "print('bad flag --foo'); raise SystemExit(2)"], tmp_path)
     with pytest.raises(processes.ClusterStartError, match=r"(?s)exited with status 2.*bad flag --foo"):
         processes.wait_for(lambda: False, what="broken", log=tmp_path / "broken.log", timeout=30, proc=proc)
-    with pytest.raises(processes.ClusterStartError, match=r"was not ready within 0\.2s"):
+    with pytest.raises(processes.ClusterStartError, match=r"slow to be ready: not within 0\.2s; look at .*slow\.log"):
         processes.wait_for(lambda: False, what="slow", log=tmp_path / "slow.log", timeout=0.2)

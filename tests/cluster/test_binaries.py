@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from fixtures.cluster import binaries as b
+from protocol import waiting
 
 ALL_VERSIONS = " ".join(c.expect for c in b.COMPONENTS)
 
@@ -264,18 +265,20 @@ def test_run_logged_timeout_kills_the_process_group(tmp_path: Path) -> None:
 
 
 def _gone(pid: int, within: float = 5.0) -> bool:
-    """True once `pid` has exited (a zombie waiting for init counts as exited)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
+    """True once `pid` has exited (a zombie waiting for init counts as exited); else SIGKILL it, False."""
+
+    def exited() -> bool:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except (FileNotFoundError, ProcessLookupError):
             return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
-    return False
+        return state in ("Z", "X")
+
+    try:
+        return waiting.until(exited, timeout_s=within, what=f"pid {pid} to exit", interval_s=0.05)
+    except waiting.WaitTimeout:
+        os.kill(pid, signal.SIGKILL)
+        return False
 
 
 def test_run_logged_interrupt_kills_the_process_group(tmp_path: Path) -> None:
@@ -306,9 +309,9 @@ def test_sigterm_during_build_stops_go_and_cleans_up(fake_go: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env)
     try:
         pidfile = fake_go / "sleeping.pid"
-        deadline = time.monotonic() + 20
-        while not pidfile.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
+        waiting.until(
+            lambda: pidfile.exists() or proc.poll() is not None, timeout_s=20, what="the fake go to reach kube-apiserver", interval_s=0.05
+        )
         assert pidfile.exists(), "the fake go never reached kube-apiserver"
         time.sleep(0.1)
         proc.send_signal(signal.SIGTERM)

@@ -23,6 +23,7 @@ from kubernetes import client
 from fixtures.cluster import embedded, hypernodes, kube, state, topology
 from fixtures.cluster.backends import Cluster
 from fixtures.cluster.pytest_fixture import TEST_TOPOLOGY
+from protocol import waiting
 from tests.cluster import checks
 
 pytestmark = pytest.mark.cluster
@@ -167,11 +168,9 @@ def test_gang_of_four_stays_pending_with_three_free_gpus_and_binds_once_a_fourth
             for i in range(4):
                 core.create_namespaced_pod(ns, _gang_pod(f"member-{i}", ns, "volcano", group="pg"))
 
-            deadline = time.monotonic() + 4.0  # 20 scheduling cycles of 200 ms
-            while time.monotonic() < deadline:
+            for _ in waiting.holding(4.0, 0.2):  # 20 scheduling cycles of 200 ms
                 bound = checks.bound_pods(api, ns, "gang=pg")
                 assert len(bound) == 4 and not any(bound.values()), f"gang partly bound with 3 GPUs free: {bound}"
-                time.sleep(0.2)
 
             core.delete_namespaced_pod("blocker", ns, grace_period_seconds=0)
             members = checks.eventually(

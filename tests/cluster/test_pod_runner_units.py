@@ -12,6 +12,7 @@ import pytest
 from fakes.pod_runner import images, podspec
 from fakes.pod_runner.runner import IpPool, is_runnable
 from fakes.pod_runner.supervisor import ContainerRun
+from protocol import waiting
 
 POD: dict[str, Any] = {
     "metadata": {
@@ -151,13 +152,15 @@ def _run(tmp_path: Path, code: str, policy: str = "Always") -> ContainerRun:
 
 
 def _wait_exit(run: ContainerRun, timeout: float = 10.0) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    codes: list[int] = []  # NB: a list, so that exit code 0 counts as an answer
+
+    def ended() -> list[int]:
         code = run.exited()
         if code is not None:
-            return code
-        time.sleep(0.02)
-    raise AssertionError("process did not exit")
+            codes.append(code)
+        return codes
+
+    return waiting.until(ended, timeout_s=timeout, what="the process to exit", interval_s=0.02)[0]
 
 
 def test_a_crash_counts_a_restart_with_last_state_and_back_off(tmp_path: Path) -> None:
@@ -187,9 +190,7 @@ def test_terminate_sends_sigterm_and_kills_after_the_grace_period(tmp_path: Path
     code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('u' + 'p!', flush=True)\ntime.sleep(60)"
     stubborn = _run(tmp_path, code)
     stubborn.start()
-    deadline = time.monotonic() + 10
-    while "up!" not in stubborn.log_path.read_text() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    waiting.until(lambda: "up!" in stubborn.log_path.read_text(), timeout_s=10, what="the process to print up!", interval_s=0.02)
     stubborn.terminate(0.3)
     time.sleep(0.1)
     assert stubborn.running, "SIGTERM was ignored, so it must still run inside the grace period"

@@ -16,6 +16,7 @@ import pytest
 
 from fixtures import prerequisites
 from fixtures.cluster import binaries
+from protocol import waiting
 from tests.cluster.test_binaries import fake_go
 
 __all__ = ["fake_go"]
@@ -99,12 +100,8 @@ def test_the_process_environment_needs_nothing_built(fake_go: Path) -> None:
 
 
 def _wait_for(path: Path, bound_s: float = 20.0) -> int:
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        if path.is_file() and path.read_text().strip():
-            return int(path.read_text())
-        time.sleep(0.05)
-    raise AssertionError(f"{path} did not appear within {bound_s:g} s")
+    text = waiting.until(lambda: path.is_file() and path.read_text().strip(), timeout_s=bound_s, what=f"{path} to appear", interval_s=0.05)
+    return int(text)
 
 
 def _alive(pid: int) -> bool:

@@ -29,6 +29,7 @@ from fakes.engine import Engine
 from fakes.host import EngineHost
 from fakes.timing import Constant
 from fixtures import traffic
+from protocol import waiting
 from tests.conftest import ServeProcess, config, serve_command, started
 from tests.drain_helpers import address, exited
 from tests.fakes import engine_helpers
@@ -71,11 +72,9 @@ async def test_sigterm_mid_stream_withdraws_then_finishes_the_stream_and_the_fil
             await asyncio.sleep(SIGNAL_AFTER_S)
             signalled = time.monotonic()
             served.proc.send_signal(signal.SIGTERM)
-            for _ in range(40):  # bounded: the withdrawal comes first
-                if not list(workers.glob("*.json")):
-                    break
-                await asyncio.sleep(0.05)
-            assert not list(workers.glob("*.json")), "withdrawn from discovery before the drain"
+            await waiting.until_async(  # the withdrawal comes first
+                lambda: not list(workers.glob("*.json")), timeout_s=2.0, what="withdrawn from discovery before the drain", interval_s=0.05
+            )
             assert not task.done(), "the stream is still running: the request below arrives during the drain"
             late = await traffic.complete(http, served.url, MODEL, traffic.unique_prompt(), max_tokens=3)
             out = await asyncio.wait_for(task, 20)
@@ -197,10 +196,9 @@ async def test_draining_one_engine_waits_for_its_work_only(host: EngineHost) -> 
     async with aiohttp.ClientSession() as http:
         long_ = asyncio.create_task(traffic.complete(http, busy.url, MODEL, traffic.unique_prompt(), max_tokens=40))
         short = asyncio.create_task(traffic.complete(http, leaving.url, MODEL, traffic.unique_prompt(), max_tokens=8))
-        for _ in range(100):  # bounded: until both arrived
-            if host.in_flight(busy) and host.in_flight(leaving):
-                break
-            await asyncio.sleep(0.01)
+        await waiting.until_async(
+            lambda: host.in_flight(busy) and host.in_flight(leaving), timeout_s=1.0, what="both requests in flight", interval_s=0.01
+        )
         assert (host.in_flight(busy), host.in_flight(leaving)) == (1, 1)
         assert await host.drain(5.0, quiet_s=0.1, engine=leaving) == 0
         assert short.done() and (await short).ok, "the leaving engine's stream was served to its end"

@@ -22,6 +22,7 @@ import pytest
 from fakes.engine import Engine
 from fakes.faults import Faults
 from fakes.host import EngineHost
+from protocol import waiting
 from tests.conftest import config, serve_process
 
 COMPLETION = {"model": "m", "prompt": "fault injection test prompt", "max_tokens": 4, "ignore_eos": True}
@@ -183,11 +184,9 @@ async def test_crash_after_two_fails_the_second_request_and_the_engine_stops_ans
     assert await attempt(fresh, engine.url + "/v1/completions", COMPLETION) == 200
     assert await attempt(fresh, engine.url + "/v1/completions", COMPLETION) in (503, None)  # None: cut with the engine
     assert engine.crashed
-    deadline = time.monotonic() + POLL_SECONDS
-    for _ in range(int(POLL_SECONDS / POLL_INTERVAL)):
-        if await refused(fresh, engine.url) or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(POLL_INTERVAL)
+    await waiting.until_async(
+        lambda: refused(fresh, engine.url), timeout_s=POLL_SECONDS, what="the crashed engine refusing connections", interval_s=POLL_INTERVAL
+    )
     with pytest.raises(aiohttp.ClientConnectorError):
         await fresh.get(engine.url + "/health")
     with pytest.raises(aiohttp.ClientConnectorError):
@@ -199,12 +198,7 @@ async def test_a_crash_cuts_every_request_in_flight(host: EngineHost, fresh: aio
     engine = await host.add(config(faults=Faults(crash_after=2), time_scale=1.0))
     slow = {**COMPLETION, "max_tokens": 4000, "prompt": "a long running request"}
     first = asyncio.ensure_future(read_sse(fresh, engine.url + "/v1/completions", slow))
-    deadline = time.monotonic() + POLL_SECONDS
-    for _ in range(int(POLL_SECONDS / POLL_INTERVAL)):
-        if engine.running or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(POLL_INTERVAL)
-    assert engine.running, "the first request never started"
+    await waiting.until_async(lambda: engine.running, timeout_s=POLL_SECONDS, what="the first request to start", interval_s=POLL_INTERVAL)
     assert await attempt(fresh, engine.url + "/v1/completions", COMPLETION) in (503, None)
     _, lines, ended = await asyncio.wait_for(first, POLL_SECONDS)
     assert b"data: [DONE]" not in lines
@@ -269,15 +263,12 @@ async def test_a_loading_engine_answers_503_until_it_is_ready(host: EngineHost, 
     assert status == 503
     assert answer["error"]["code"] == "engine_unavailable"
     assert answer["error"]["message"]
-    health = 0
-    deadline = time.monotonic() + POLL_SECONDS
-    for _ in range(int(POLL_SECONDS / POLL_INTERVAL)):
+
+    async def healthy() -> bool:
         async with http.get(engine.url + "/health") as resp:
-            health = resp.status
-        if health == 200 or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(POLL_INTERVAL)
-    assert health == 200
+            return resp.status == 200
+
+    await waiting.until_async(healthy, timeout_s=POLL_SECONDS, what="the engine ready (GET /health 200)", interval_s=POLL_INTERVAL)
     status, answer = await post(http, engine.url + "/v1/completions", COMPLETION)
     assert status == 200, answer
     assert [r["outcome"] for r in await records(http, engine)] == ["engine_unavailable", "ok"]

@@ -9,6 +9,7 @@ from typing import Any
 import aiohttp
 
 from fakes.host import EngineHost, addresses
+from protocol import waiting
 from tests.conftest import config
 
 COMPLETION = {"model": "m", "prompt": " ".join(f"w{i}" for i in range(40)), "max_tokens": 3, "ignore_eos": True}
@@ -51,10 +52,9 @@ async def test_forward_pass_metrics_stream_per_iteration_with_the_planners_field
 ) -> None:
     engine = await host.add(config())
     reader = asyncio.create_task(sse_records(http, engine.url + "/events/fpm?max_seconds=5", want=3))
-    for _ in range(50):  # bounded wait for the subscription to attach
+    async for _ in waiting.holding_async(1.0, 0.02):  # bounded, best-effort wait for the subscription to attach
         if engine.fpm_listeners:
             break
-        await asyncio.sleep(0.02)
     async with http.post(engine.url + "/v1/completions", json=COMPLETION) as resp:
         assert resp.status == 200
     records = await reader

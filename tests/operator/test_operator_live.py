@@ -17,6 +17,7 @@ from kubernetes.client.rest import ApiException
 from fixtures import operator_install, seed_examples
 from fixtures.cluster.backends import Cluster
 from protocol import kube_names as kn
+from protocol import waiting
 from reference_impl.operator import kube_access
 
 pytestmark = pytest.mark.cluster
@@ -48,14 +49,7 @@ def namespace(api: Any, operator: tuple[operator_install.InstalledOperator, list
 
 
 def wait_until(probe: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.25)
-    raise AssertionError(f"{what}: not within {timeout:g}s (last: {last})")
+    return waiting.until(probe, timeout_s=timeout, what=what, interval_s=0.25)
 
 
 def test_the_operator_runs_with_its_service_account_not_as_admin(operator: tuple[operator_install.InstalledOperator, list[str]]) -> None:

@@ -7,6 +7,7 @@ import itertools
 
 from fixtures.adapter import WorkerRef, WorkerSpec
 from fixtures.planner_harness import ScalingHarness
+from protocol import waiting
 from protocol.planner_decisions import MemoryDecisionStore, ScalingDecision
 
 
@@ -37,21 +38,20 @@ class FakeDeployment:
 async def test_a_decision_is_carried_out_then_acknowledged_and_recorded_as_ground_truth() -> None:
     deployment = FakeDeployment()
     harness = ScalingHarness(deployment, {"prefill": WorkerSpec("prefill"), "decode": WorkerSpec("decode")}, {"prefill": 1, "decode": 2})
+
+    async def acked(decision_id: int) -> bool:
+        return await deployment.decisions.get_scaled_decision_id() == decision_id
+
     harness.start()
     try:
         await deployment.decisions.put_decision(ScalingDecision(3, 1, 0))
-        for _ in range(200):
-            if await deployment.decisions.get_scaled_decision_id() == 0:
-                break
-            await asyncio.sleep(0.01)
-        assert await deployment.decisions.get_scaled_decision_id() == 0
+        await waiting.until_async(lambda: acked(0), timeout_s=2.0, what="decision 0 acknowledged", interval_s=0.01)
         assert harness.ready_counts("prefill")[-1][1] == 3
         assert harness.held_counts("prefill")[-1][1] == 3  # both new workers held GPUs while loading
         await deployment.decisions.put_decision(ScalingDecision(1, None, 1))
-        for _ in range(200):
-            if await deployment.decisions.get_scaled_decision_id() == 1:
+        async for _ in waiting.holding_async(2.0, 0.01):  # NB: best effort; the counts below tell
+            if await acked(1):
                 break
-            await asyncio.sleep(0.01)
         assert harness.ready_counts("prefill")[-1][1] == 1
         assert harness.decisions[0].acked_t is not None and harness.decisions[0].acked_t >= harness.decisions[0].seen_t
         assert max(g for _, g in harness.gpu_timeline()) == 3 + 2

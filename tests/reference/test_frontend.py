@@ -17,7 +17,7 @@ from fixtures.adapter import DeploymentSpec, RouterSpec, WorkerSpec
 from fixtures.observe import GroundTruth
 from fixtures.process_env import ProcessEnvironment
 from fixtures.reference_adapter import ReferenceDeployment, ReferenceImplementation
-from protocol import tokenizer
+from protocol import tokenizer, waiting
 from reference_impl.frontend import app as frontend_app
 from tests.conftest import serve_process
 
@@ -121,10 +121,9 @@ async def test_a_repeated_prompt_goes_to_the_worker_holding_its_prefix(env: Proc
         prompt = traffic.unique_prompt(words=200)
         assert (await traffic.complete(http, dep.frontend_url, MODEL, prompt)).ok
         hashes = tokenizer.block_hashes(tokenizer.encode(prompt), 16)
-        for _ in range(100):  # bounded wait for the KV events to reach the router
+        async for _ in waiting.holding_async(2.0, 0.02):  # bounded, best-effort wait for the KV events to reach the router
             if dep.frontend.index.overlaps(hashes):
                 break
-            await asyncio.sleep(0.02)
         assert (await traffic.complete(http, dep.frontend_url, MODEL, prompt)).ok
         truth = GroundTruth(http)
         await truth.refresh(dep.workers)
@@ -147,12 +146,16 @@ def test_the_frontend_process_finds_engines_by_file_discovery(tmp_path: Path) ->
 
             async def ask() -> traffic.Outcome:
                 async with aiohttp.ClientSession() as session:
-                    for _ in range(50):  # bounded: discovery polls every 0.2 s
+
+                    async def served() -> traffic.Outcome | None:
                         out = await traffic.complete(session, url, MODEL, traffic.unique_prompt())
-                        if out.ok:
-                            return out
-                        await asyncio.sleep(0.1)
-                    return out
+                        return out if out.ok else None
+
+                    found = await waiting.until_async(  # discovery polls every 0.2 s
+                        served, timeout_s=10.0, what="a completion through the frontend", interval_s=0.1
+                    )
+                    assert found is not None
+                    return found
 
             assert asyncio.run(ask()).ok
         finally:

@@ -22,6 +22,7 @@ import pytest
 
 from fakes import groundtruth
 from fixtures import traffic
+from protocol import waiting
 from tests.conftest import ServeProcess, serve_process, started
 from tests.drain_helpers import address, exited
 
@@ -52,12 +53,12 @@ def frontend(slot: int, folder: Path, *args: str) -> Iterator[ServeProcess]:
 
 async def routable(http: aiohttp.ClientSession, url: str) -> None:
     """Wait (bounded) until the frontend's discovery found the engine."""
-    for _ in range(100):
+
+    async def discovered() -> bool:
         async with http.get(url + "/status") as resp:
-            if (await resp.json())["workers"]:
-                return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the frontend never discovered the engine")
+            return bool((await resp.json())["workers"])
+
+    await waiting.until_async(discovered, timeout_s=10.0, what="the frontend to discover the engine", interval_s=0.05)
 
 
 async def test_sigterm_mid_stream_lets_the_stream_finish_and_refuses_new_connections(workers: tuple[Path, Path]) -> None:

@@ -14,7 +14,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from fakes.engine import Engine
-from protocol import discovery_files, kube_names
+from protocol import discovery_files, kube_names, waiting
 from reference_impl.frontend import serve
 from reference_impl.frontend.app import FrontendConfig
 from reference_impl.frontend.discovery import FileDiscovery, KubeDiscoverySettings, WorkerInfo
@@ -149,10 +149,7 @@ async def test_polling_picks_up_new_objects_until_stopped(objects: FakeObjects) 
     await found.start()
     try:
         objects.put("pod-a", metadata("a"))
-        for _ in range(100):  # bounded: 5 s at most
-            if events:
-                break
-            await asyncio.sleep(0.05)
+        await waiting.until_async(lambda: events, timeout_s=5.0, what="a discovery event", interval_s=0.05)
         assert events == [("added", "a")]
     finally:
         await found.stop()

@@ -13,7 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 from aiohttp import ClientSession, web
 
+from protocol import waiting
 from reference_impl.traffic_split import haproxy, weights
 from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
 
@@ -57,14 +57,11 @@ async def _backend(name: str, host: str) -> web.AppRunner:
 
 
 def _wait_for_port(host: str, port: int, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((host, port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"nothing listens on {host}:{port} after {timeout_s:g}s")
+    def listening() -> bool:
+        socket.create_connection((host, port), 0.2).close()
+        return True
+
+    waiting.until(listening, timeout_s=timeout_s, what=f"something listening on {host}:{port}", interval_s=0.1, tolerate=(OSError,))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Tests of protocol/: the contracts and primitives both sides of the suite share."""
