@@ -5,7 +5,9 @@ One test per module: a module under ``conformance/tests/`` defines ``TEST = Conf
 ``Parallel``, ``Provisional`` and one ``Test`` func the same way). Everything the runner needs to
 decide whether and where the test runs is in the declaration, so the check itself never skips:
 it deploys what it needs through ``ctx.deploy`` and asserts. ``cases`` parameterize a test: the
-runner runs the check once per case, and ``ctx.params`` is that case's parameters.
+runner runs the check once per case, and ``ctx.params`` is that case's parameters. ``seed``
+cites the seed sentence or table row the rule comes from (``SeedRef``), so a reviewer can hold
+the test against the specification; ``docs/traceability.md`` lists them all.
 
 ``TestContext`` is built by the runner for one case: the implementation under test, a fresh
 environment, the timeouts, the case, and a cleanup stack that the runner unwinds (in reverse)
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 ENVIRONMENTS = frozenset({"process", "cluster"})
 SHORT_NAME = re.compile(r"[A-Z][A-Za-z0-9]*")
 CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+SEEDS = ("000", "001", "002", "003", "004")  # the five seed specifications (see docs/traceability.md)
+QUOTE_MAX = 240
 
 Check = Callable[["TestContext"], Awaitable[None]]
 Cleanup = Callable[[], Awaitable[object]]
@@ -51,14 +55,39 @@ class Case:
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
 
 
+@dataclass(frozen=True)
+class SeedRef:
+    """Where a test's rule is written: the seed, its section (heading as written), a verbatim quote.
+
+    ``quote`` is one line of the seed, copied exactly, so ``tests/suite/test_seed_citations.py``
+    can find it in the seed's text; ``note`` says when the suite adds to what the seed states.
+    """
+
+    seed: str
+    section: str
+    quote: str
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.seed not in SEEDS:
+            raise ValueError(f"seed {self.seed!r} is not one of {', '.join(SEEDS)}")
+        if not self.section.strip():
+            raise ValueError(f"seed {self.seed}: section is empty")
+        if not self.quote.strip() or "\n" in self.quote or len(self.quote) > QUOTE_MAX:
+            raise ValueError(f"seed {self.seed} {self.section}: quote must be one non-empty line of at most {QUOTE_MAX} characters")
+
+    def __str__(self) -> str:
+        return f"seed {self.seed}, {self.section}"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ConformanceTest:
     """The declaration of one conformance test.
 
     ``features``: all must be supported for the test to run (and decide which profiles it
-    belongs to). ``manifests``: files next to the test module applied before the check in the
-    cluster environment. ``slow``: takes more than a few seconds. ``parallel``: may run beside
-    other tests (``False`` keeps it on one xdist worker with the other serial tests).
+    belongs to). ``seed``: the seed sentence or table row the rule comes from. ``slow``: takes
+    more than a few seconds. ``parallel``: may run beside other tests (``False`` keeps it on one
+    xdist worker with the other serial tests).
     ``provisional``: runs only with ``--include-provisional`` and never decides a result.
     ``environments``: where it can run. ``source`` is filled in by the collector.
     """
@@ -69,7 +98,7 @@ class ConformanceTest:
     description: str
     features: tuple[str, ...]
     check: Check
-    manifests: tuple[str, ...] = ()
+    seed: SeedRef
     slow: bool = False
     parallel: bool = True
     provisional: bool = False
@@ -85,6 +114,8 @@ class ConformanceTest:
             raise ValueError(f"{where}: description is empty")
         if not self.features or isinstance(self.features, str):
             raise ValueError(f"{where}: features must be a non-empty tuple of feature names")
+        if not isinstance(self.seed, SeedRef):
+            raise ValueError(f"{where}: seed must be a SeedRef citing the seed sentence the rule comes from")
         if not self.environments or not self.environments <= ENVIRONMENTS:
             raise ValueError(f"{where}: environments must be a non-empty subset of {sorted(ENVIRONMENTS)}")
         if not self.cases:

@@ -7,7 +7,9 @@ each field says its unit, its default and the bound a conformant implementation 
 (``bound``; None when the field paces the suite rather than the implementation), like
 gateway-api ``conformance/utils/config/timeout.go``. Defaults < ``--timeouts-file`` (YAML mapping
 of key to number) < ``--timeout KEY=VALUE``; an unknown key is an error that lists the known ones.
-The report records overrides, and the ones beyond a conformant bound.
+The report records overrides, and the ones beyond a conformant bound. Each field also names its
+``concern`` (``CONCERNS``: the suite, or the profile whose checks read it); the class holds them
+grouped by concern, and ``describe`` and docs/suite.md list them so.
 """
 
 from __future__ import annotations
@@ -24,17 +26,32 @@ MAXIMUM = "max"  # a conformant implementation stays within the bound
 MINIMUM = "min"  # the suite must demand at least this much
 
 
-def _setting(default: float, unit: str, doc: str, *, bound: float | None = None, kind: str = MAXIMUM) -> Any:
-    return field(default=default, metadata={"unit": unit, "doc": doc, "bound": bound, "kind": kind})
+CONCERNS: dict[str, str] = {
+    "suite": "The suite: deployments, requests, cases and cleanups",
+    "router": "ROUTER-TOPOLOGY: routing that follows workers joining and leaving",
+    "operator": "Cluster environment: OPERATOR-TOPOLOGY and INFERENCESERVICE-API",
+    "gang": "GANG-SCHEDULING",
+    "rollout": "ROLLOUT-ISOLATION",
+    "planner": "PLANNER-SCALING (scenario times are simulated seconds; the suite divides them by planner_time_scale)",
+}
+"""Concern -> heading: each field belongs to one, and lists of the fields for humans group by it, in this order."""
+
+
+def _setting(default: float, unit: str, doc: str, *, concern: str, bound: float | None = None, kind: str = MAXIMUM) -> Any:
+    if concern not in CONCERNS:
+        raise ValueError(f"timeout concern {concern!r} is none of {', '.join(CONCERNS)}")
+    return field(default=default, metadata={"unit": unit, "doc": doc, "bound": bound, "kind": kind, "concern": concern})
 
 
 @dataclass(frozen=True)
 class Timeouts:
+    # -- suite: deployments, requests, cases and cleanups.
     deploy_ready_s: float = _setting(
         30.0,
         "s",
         "From DeploymentSpec to a frontend that answers and every worker ready: ctx.deploy() fails after this. "
         "Conformant bound: 30 s in the process environment.",
+        concern="suite",
         bound=30.0,
     )
     request_s: float = _setting(
@@ -42,62 +59,91 @@ class Timeouts:
         "s",
         "One HTTP request to the frontend, from sending to the last byte of the response. "
         "Conformant bound: 30 s for the suite's short prompts.",
+        concern="suite",
         bound=30.0,
     )
+    test_s: float = _setting(
+        120.0,
+        "s",
+        "One case of one test, deployment and checks included (cleanups excluded). Paces the suite; no bound.",
+        concern="suite",
+    )
+    cleanup_s: float = _setting(
+        30.0,
+        "s",
+        "Each cleanup of a case (a deployment's close(), an add_cleanup callable) and the environment's close(). No bound.",
+        concern="suite",
+    )
+    # -- router: ROUTER-TOPOLOGY, routing that follows workers joining and leaving.
     eventual_consistency_s: float = _setting(
         10.0,
         "s",
         "A worker joining or leaving is reflected in routing (required_consecutive_successes in a row) within this. "
         "Conformant bound: 10 s.",
+        concern="router",
         bound=10.0,
     )
     poll_interval_s: float = _setting(
-        0.05, "s", "Pause between two polls of an eventually-consistent condition. Paces the suite; no bound."
-    )
-    test_s: float = _setting(
-        120.0, "s", "One case of one test, deployment and checks included (cleanups excluded). Paces the suite; no bound."
-    )
-    cleanup_s: float = _setting(
-        30.0, "s", "Each cleanup of a case (a deployment's close(), an add_cleanup callable) and the environment's close(). No bound."
+        0.05,
+        "s",
+        "Pause between two polls of an eventually-consistent condition. Paces the suite; no bound.",
+        concern="router",
     )
     required_consecutive_successes: int = _setting(
         3,
         "count",
         "Observations in a row that must agree before an eventually-consistent condition counts as reached. Conformant bound: at least 3.",
+        concern="router",
         bound=3,
         kind=MINIMUM,
     )
-    # Cluster environment (OPERATOR-TOPOLOGY, INFERENCESERVICE-API).
+    # -- operator: the cluster environment (OPERATOR-TOPOLOGY, INFERENCESERVICE-API).
     operator_reconcile_s: float = _setting(
         30.0,
         "s",
         "From applying a DGD or InferenceService (or changing it) to the operator's objects matching it, labels injected after "
         "binding, status updated. Conformant bound: 30 s on the embedded cluster.",
+        concern="operator",
         bound=30.0,
     )
     pods_ready_s: float = _setting(
-        60.0, "s", "From applying a resource to every pod it asks for being Ready on the embedded cluster. Paces the suite; no bound."
-    )
-    # ROLLOUT-ISOLATION.
-    rollout_s: float = _setting(
-        180.0,
+        60.0,
         "s",
-        "From changing the suite's DGD (1 frontend, 2 prefill, 2 decode) to only the final version's pods running, all Ready, "
-        "under streaming load. Paces the suite; no bound.",
+        "From applying a resource to every pod it asks for being Ready on the embedded cluster. Paces the suite; no bound.",
+        concern="operator",
     )
-    weight_follow_s: float = _setting(
+    operator_unbound_hold_s: float = _setting(
+        3.0,
+        "s",
+        "How long OperatorTopologyLabelsAfterBinding keeps the DGD's workers unbound (no node has the resource they ask for yet) "
+        "while the suite's watch looks for topology labels set before binding. Longer is stricter. Conformant bound: at least 3 s.",
+        concern="operator",
+        bound=3.0,
+        kind=MINIMUM,
+    )
+    worker_topology_wait_s: float = _setting(
         2.0,
         "s",
-        "How far the traffic split may lag the ready ratio of old and new workers (seed 001 4.3.3: weights change as workers "
-        "become ready). Conformant bound: 2 s.",
-        bound=2.0,
+        "DYN_TOPOLOGY_WAIT_SECONDS given to the workers of WorkerTopologyStartupHardExit: how long a worker waits for its "
+        "topology file before it must exit non-zero (the suite waits this plus pods_ready_s for the exit). Paces the suite; no bound.",
+        concern="operator",
     )
-    # GANG-SCHEDULING.
+    inference_service_unbound_hold_s: float = _setting(
+        3.0,
+        "s",
+        "How long InferenceServiceStatus keeps every pod of the service unschedulable while status.components must report no "
+        "ready pod and no Running phase. Longer is stricter. Conformant bound: at least 3 s.",
+        concern="operator",
+        bound=3.0,
+        kind=MINIMUM,
+    )
+    # -- gang: GANG-SCHEDULING.
     gang_bound_s: float = _setting(
         30.0,
         "s",
         "From a gang's pods existing (or the capacity it waits for appearing) to every pod the scheduler should place being "
         "bound. Conformant bound: 30 s on the embedded cluster.",
+        concern="gang",
         bound=30.0,
     )
     gang_settle_s: float = _setting(
@@ -105,6 +151,7 @@ class Timeouts:
         "s",
         "How long the suite watches pods that must stay unbound (too little room for their gang) before it accepts that they "
         "do. Longer is stricter. Conformant bound: at least 3 s (15 cycles of the embedded Volcano).",
+        concern="gang",
         bound=3.0,
         kind=MINIMUM,
     )
@@ -113,35 +160,136 @@ class Timeouts:
         "s",
         "Longest a replica, or a prefill replica without a decode replica, may be seen partly bound while the scheduler "
         "issues the bindings of one decision (they reach the API one by one). Conformant bound: at most 2 s.",
+        concern="gang",
         bound=2.0,
     )
-    # PLANNER-SCALING. Scenario times are simulated seconds; the suite divides them by planner_time_scale.
+    gang_nodes_ready_s: float = _setting(
+        30.0,
+        "s",
+        "From creating a case's kwok nodes to kwok reporting them Ready; the gang tests wait for that so a scheduler that parks "
+        "pods until a node event gets a fair start. Paces the suite; no bound.",
+        concern="gang",
+    )
+    gang_node_step_s: float = _setting(
+        1.0,
+        "s",
+        "GangReplicaAtomicity: the pause between two of story 4's nodes arriving, after which the bindings seen so far are "
+        "checked. Shorter gives a scheduler that binds part of a replica less time to show it before the next node arrives. "
+        "Conformant bound: at least 1 s.",
+        concern="gang",
+        bound=1.0,
+        kind=MINIMUM,
+    )
+    # -- rollout: ROLLOUT-ISOLATION.
+    rollout_s: float = _setting(
+        180.0,
+        "s",
+        "From changing the suite's DGD (1 frontend, 2 prefill, 2 decode) to only the final version's pods running, all Ready, "
+        "under streaming load. Paces the suite; no bound.",
+        concern="rollout",
+    )
+    weight_follow_s: float = _setting(
+        2.0,
+        "s",
+        "How far the traffic split may lag the ready ratio of old and new workers (seed 001 4.3.3: weights change as workers "
+        "become ready). Conformant bound: 2 s.",
+        concern="rollout",
+        bound=2.0,
+    )
+    rollout_share_tolerance: float = _setting(
+        0.15,
+        "fraction",
+        "How far the new version's share of the requests served during the rollout may stray from the ready ratio (allowing "
+        "weight_follow_s), seed 001 4.3.3. Conformant bound: at most 0.15.",
+        concern="rollout",
+        bound=0.15,
+    )
+    rollout_starve_s: float = _setting(
+        5.0,
+        "s",
+        "Longest a worker may be Ready, while traffic runs and its version could serve, without serving a request (seed 001 3.1: "
+        "its model card discarded). Conformant bound: at most 5 s.",
+        concern="rollout",
+        bound=5.0,
+    )
+    rollout_warm_s: float = _setting(
+        2.0,
+        "s",
+        "Streaming traffic runs this long before the suite changes the DGD; rollout_starve_s counts from there. Paces the suite; no bound.",
+        concern="rollout",
+    )
+    rollout_tail_s: float = _setting(
+        2.0,
+        "s",
+        "Streaming traffic keeps running this long after the rollout's end (the final version alone, all Ready); a request "
+        "that fails then fails the case. Longer is stricter. Conformant bound: at least 2 s.",
+        concern="rollout",
+        bound=2.0,
+        kind=MINIMUM,
+    )
+    rollout_pause_settle_s: float = _setting(
+        2.0,
+        "s",
+        "RolloutPauseResume: time for the operator to see paused: true (a step decided just before may still land) before the "
+        "suite counts the pods. Conformant bound: at most 2 s.",
+        concern="rollout",
+        bound=2.0,
+    )
+    rollout_pause_ready_s: float = _setting(
+        60.0,
+        "s",
+        "RolloutPauseResume: at most this long for the workers already on their way up at the pause to become Ready (the suite "
+        "then goes on; it does not fail). Paces the suite; no bound.",
+        concern="rollout",
+    )
+    rollout_pause_hold_s: float = _setting(
+        5.0,
+        "s",
+        "RolloutPauseResume: once those workers are Ready, the paused rollout must create and delete nothing for this long more. "
+        "Longer is stricter. Conformant bound: at least 5 s.",
+        concern="rollout",
+        bound=5.0,
+        kind=MINIMUM,
+    )
+    # -- planner: PLANNER-SCALING. Scenario times are simulated seconds; the suite divides them by planner_time_scale.
     planner_time_scale: float = _setting(
         4.0,
         "ratio",
         "Simulated seconds per real second in planner scenarios: engines' delays, the planner's intervals and model-load "
         "time all divide by it. Paces the suite; no bound.",
+        concern="planner",
     )
     planner_load_interval_s: float = _setting(
-        2.0, "simulated s", "The load (fast) interval given to the planner; other planner bounds count in it. Paces the suite; no bound."
+        2.0,
+        "simulated s",
+        "The load (fast) interval given to the planner; other planner bounds count in it. Paces the suite; no bound.",
+        concern="planner",
     )
     planner_throughput_interval_s: float = _setting(
-        6.0, "simulated s", "The throughput (slow, predictive) interval given to the planner. Paces the suite; no bound."
+        6.0,
+        "simulated s",
+        "The throughput (slow, predictive) interval given to the planner. Paces the suite; no bound.",
+        concern="planner",
     )
     planner_engine_startup_s: float = _setting(
-        3.0, "simulated s", "Model-load time of every worker the suite's harness adds. Paces the suite; no bound."
+        3.0,
+        "simulated s",
+        "Model-load time of every worker the suite's harness adds. Paces the suite; no bound.",
+        concern="planner",
     )
     planner_step_intervals: int = _setting(
         2,
         "count",
         "Load intervals: after a load step that needs k more workers of a component, each of the k may take this many plus "
         "one engine start-up. Conformant bound: at most 2.",
+        concern="planner",
         bound=2,
     )
     planner_settle_intervals: int = _setting(
         3,
         "count",
         "Load intervals added once to the step allowance above before requests must meet the SLA again. Conformant bound: at most 3.",
+        concern="planner",
         bound=3,
     )
     planner_scale_down_intervals: int = _setting(
@@ -149,6 +297,7 @@ class Timeouts:
         "count",
         "Load intervals: after load falls, the first scale-down comes within 2 throughput intervals (the floor's window must "
         "pass) plus this many, and each further one needed within this many more. Conformant bound: at most 4.",
+        concern="planner",
         bound=4,
     )
     planner_flap_window_intervals: int = _setting(
@@ -156,18 +305,32 @@ class Timeouts:
         "count",
         "Load intervals in which the direction of scaling may change at most planner_max_direction_changes times under "
         "steady load. Conformant bound: at least 10.",
+        concern="planner",
         bound=10,
         kind=MINIMUM,
     )
     planner_max_direction_changes: int = _setting(
-        1, "count", "Changes of scaling direction allowed per flap window under steady load. Conformant bound: at most 1.", bound=1
+        1,
+        "count",
+        "Changes of scaling direction allowed per flap window under steady load. Conformant bound: at most 1.",
+        concern="planner",
+        bound=1,
     )
     planner_sla_attainment: float = _setting(
         0.95,
         "ratio",
         "Share of requests sent after scaling settled that must meet both the TTFT and the ITL SLA. Conformant bound: at least 0.95.",
+        concern="planner",
         bound=0.95,
         kind=MINIMUM,
+    )
+    planner_interval_jitter: float = _setting(
+        0.25,
+        "fraction",
+        "Fraction of a load interval tolerated for timer jitter between two changes of one component: changes closer than "
+        "(1 - this) load intervals are a violation. Conformant bound: at most 0.25.",
+        concern="planner",
+        bound=0.25,
     )
 
     def __post_init__(self) -> None:
@@ -198,9 +361,20 @@ def keys() -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(Timeouts))
 
 
+def by_concern() -> dict[str, tuple[str, ...]]:
+    """Concern -> its keys, in ``CONCERNS`` order, each concern's keys in the class's order."""
+    fields = dataclasses.fields(Timeouts)
+    return {concern: tuple(f.name for f in fields if f.metadata["concern"] == concern) for concern in CONCERNS}
+
+
 def describe() -> list[str]:
-    """One line per field: key, default with unit, and the documentation (for --help and the docs)."""
-    return [f"{f.name} (default {f.default} {f.metadata['unit']}): {f.metadata['doc']}" for f in dataclasses.fields(Timeouts)]
+    """One line per field, grouped by concern: ``[concern] key (default with unit): documentation`` (for --help and the docs)."""
+    fields = {f.name: f for f in dataclasses.fields(Timeouts)}
+    return [
+        f"[{concern}] {name} (default {fields[name].default} {fields[name].metadata['unit']}): {fields[name].metadata['doc']}"
+        for concern, names in by_concern().items()
+        for name in names
+    ]
 
 
 def parse_pairs(pairs: Iterable[str]) -> dict[str, str]:

@@ -26,6 +26,7 @@ from conformance.suite.test_case import TestContext
 from fixtures.cluster import topology
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import kube_names as kn
+from protocol import waiting
 
 Resource = tuple[str, str, str]
 DGD: Resource = (kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL)
@@ -105,15 +106,9 @@ async def cluster_topology_levels(env: ClusterEnvironment, name: str) -> list[tu
 
 
 async def wait_for(probe: Callable[[], Awaitable[Any]], timeout_s: float, what: str, poll_s: float = 0.25) -> Any:
-    """Poll until ``probe()`` returns something truthy; return it, or fail naming ``what`` and the last value."""
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await probe()
-        if last:
-            return last
-        await asyncio.sleep(poll_s)
-    raise AssertionError(f"{what}: not reached within {timeout_s:g}s (last observation: {str(last)[:500]})")
+    """Poll until ``probe()`` returns something truthy; return it, or fail (``WaitTimeout``, an AssertionError) naming
+    ``what``, the bound and the last value. ``protocol.waiting.until_async``, with the cluster checks' poll interval."""
+    return await waiting.until_async(probe, timeout_s=timeout_s, what=what, interval_s=poll_s)
 
 
 def fake_node(name: str, resource: str, count: int = 16) -> dict[str, Any]:
@@ -208,8 +203,8 @@ class PodHistory:
             self._record("LISTED", pod)
 
     def _run(self) -> None:
-        deadline = time.monotonic() + 600
-        while not self._stop.is_set() and time.monotonic() < deadline:
+        deadline = waiting.Deadline(600)  # NB: a safety net: stop() ends the watch long before
+        while not self._stop.is_set() and not deadline.expired:
             w = watch.Watch()
             try:
                 for event in w.stream(

@@ -9,13 +9,15 @@ import pytest
 
 from conformance import plugin
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 
 Check = Callable[[TestContext], Awaitable[None]]
 SAMPLE_TESTS = "tests.suite.sample_tests"
 ADAPTER = "tests.suite.sample_adapter"
 # NB: an inner session in this process finds servecert's packages already imported; pytest warns that
 # it cannot rewrite their asserts (servecert's distribution provides a pytest11 plugin), which is fine.
+# A citation for the self-tests' own tests (they are not conformance tests; no seed states them).
+SAMPLE_SEED = SeedRef("000", "self-test", "a sample test of the framework", note="not a seed rule")
 INNER = ("-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning")
 
 
@@ -30,6 +32,7 @@ def declare(
     check: Check = passing_check,
     **kwargs: Any,
 ) -> ConformanceTest:
+    kwargs.setdefault("seed", SAMPLE_SEED)
     return ConformanceTest(
         short_name=short_name, description=f"{short_name} for a self-test.", features=feature_names, check=check, **kwargs
     )

@@ -7,14 +7,15 @@ from pathlib import Path
 import pytest
 
 from conformance.suite import collect, features, timeouts
-from conformance.suite.test_case import Case, ConformanceTest
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef
 from tests.suite import suite_helpers
 
-HEADER = "from conformance.suite.test_case import ConformanceTest\nfrom tests.suite.suite_helpers import passing_check\n"
+HEADER = "from conformance.suite.test_case import ConformanceTest\nfrom tests.suite.suite_helpers import SAMPLE_SEED, passing_check\n"
 
 
 def module(short_name: str, feature: str = "DisaggregatedServing") -> str:
-    return HEADER + f"TEST = ConformanceTest(short_name={short_name!r}, description='d', features=({feature!r},), check=passing_check)\n"
+    declaration = f"short_name={short_name!r}, description='d', features=({feature!r},), check=passing_check, seed=SAMPLE_SEED"
+    return HEADER + f"TEST = ConformanceTest({declaration})\n"
 
 
 def make_package(pytester: pytest.Pytester, name: str, files: dict[str, str]) -> str:
@@ -37,14 +38,35 @@ def make_package(pytester: pytest.Pytester, name: str, files: dict[str, str]) ->
         ({"environments": frozenset({"laptop"})}, "environments"),
         ({"cases": (Case("x"), Case("x"))}, "duplicate case ids"),
         ({"description": " "}, "description is empty"),
+        ({"seed": "000 3. KV Router Filtering"}, "seed must be a SeedRef"),
     ],
-    ids=["short-name", "no-features", "features-as-a-string", "unknown-environment", "duplicate-cases", "empty-description"],
+    ids=[
+        "short-name", "no-features", "features-as-a-string", "unknown-environment", "duplicate-cases", "empty-description",
+        "seed-as-a-string",
+    ],
 )
 def test_a_malformed_declaration_is_refused_with_a_reason(kwargs: dict[str, object], message: str) -> None:
     values: dict[str, object] = {"short_name": "Fine", "description": "d", "features": ("DisaggregatedServing",)}
+    values["seed"] = suite_helpers.SAMPLE_SEED
     values.update(kwargs)
     with pytest.raises(ValueError, match=message):
         ConformanceTest(check=suite_helpers.passing_check, **values)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (("005", "1. Anything", "a line"), "not one of 000, 001, 002, 003, 004"),
+        (("000", " ", "a line"), "section is empty"),
+        (("000", "3. KV Router Filtering", ""), "one non-empty line"),
+        (("000", "3. KV Router Filtering", "two\nlines"), "one non-empty line"),
+        (("000", "3. KV Router Filtering", "x" * 241), "at most 240"),
+    ],
+    ids=["unknown-seed", "no-section", "no-quote", "two-lines", "too-long"],
+)
+def test_a_malformed_seed_citation_is_refused(fields: tuple[str, str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        SeedRef(*fields)
 
 
 def test_a_synchronous_check_is_refused() -> None:
@@ -141,4 +163,4 @@ def test_a_bad_timeout_override_is_refused_with_the_known_keys(pairs: list[str],
 def test_every_timeout_is_documented_with_its_unit() -> None:
     lines = timeouts.describe()
     assert len(lines) == len(timeouts.keys())
-    assert all(" s)" in line or " count)" in line or " ratio)" in line for line in lines)
+    assert all(" s)" in line or " count)" in line or " ratio)" in line or " fraction)" in line for line in lines)

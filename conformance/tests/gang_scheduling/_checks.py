@@ -33,6 +33,7 @@ from conformance.utils import kube as kc
 from fixtures import seed_examples
 from fixtures.cluster import kube, topology
 from fixtures.cluster_env import ClusterEnvironment
+from protocol import waiting
 
 CASE_LABEL = topology.ISOLATION_KEY
 GPU = topology.GPU_RESOURCE
@@ -40,7 +41,6 @@ GPUS_PER_NODE = 8
 STORY4 = "deepseek-r1-disagg"
 PREFILL, DECODE = "prefill", "decode"
 DEFAULT_GANG_SCHEDULER = "volcano"
-NODE_READY_S = 30.0
 
 Groups = dict[str, frozenset[str]]
 """Replica ("prefill-0") -> the names of its pods."""
@@ -59,16 +59,18 @@ def case_node(env: ClusterEnvironment, name: str, labels: Mapping[str, str] | No
     return topology.fake_node(name, labels or {}, resources, reserved_for=env.namespace)
 
 
-async def add_case_nodes(env: ClusterEnvironment, count: int, *, first: int = 0) -> list[str]:
-    """``count`` nodes of 8 GPUs named ``<namespace>-n<i>``, Ready when this returns; deleted when the case closes."""
+async def add_case_nodes(env: ClusterEnvironment, count: int, *, ready_s: float, first: int = 0) -> list[str]:
+    """``count`` nodes of 8 GPUs named ``<namespace>-n<i>``, Ready (within ``ready_s``: ``gang_nodes_ready_s``) when this
+    returns; deleted when the case closes."""
     names = [f"{env.namespace}-n{i}" for i in range(first, first + count)]
     await asyncio.gather(*(kc.add_node(env, case_node(env, name)) for name in names))
-    await nodes_ready(env, names)
+    await nodes_ready(env, names, ready_s)
     return names
 
 
-async def nodes_ready(env: ClusterEnvironment, names: Sequence[str], timeout_s: float = NODE_READY_S) -> None:
-    """Wait for kwok to report the nodes Ready: a scheduler that parks pods until a node event must get a fair start."""
+async def nodes_ready(env: ClusterEnvironment, names: Sequence[str], timeout_s: float) -> None:
+    """Wait for kwok to report the nodes Ready (``gang_nodes_ready_s``): a scheduler that parks pods until a node event
+    must get a fair start."""
 
     async def ready() -> bool:
         up = await asyncio.to_thread(kube.ready_node_names, env.api, f"{CASE_LABEL}={env.namespace}")
@@ -213,12 +215,8 @@ def replicas_must_be_bound(bound: set[str], all_groups: Groups, expected: set[st
 
 async def hold_and_watch(history: kc.PodHistory, all_groups: Groups, seconds: float, expected: set[str], what: str) -> None:
     """For ``seconds``, the bound replicas must stay exactly ``expected`` (nothing more binds, nothing falls off)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while loop.time() < deadline:
+    async for _ in waiting.holding_async(seconds, 0.25):  # NB: the last tick is at the window's end
         replicas_must_be_bound(bound_at_end(timeline(history)), all_groups, expected, what)
-        await asyncio.sleep(0.25)
-    replicas_must_be_bound(bound_at_end(timeline(history)), all_groups, expected, what)
 
 
 async def wait_for_replicas(

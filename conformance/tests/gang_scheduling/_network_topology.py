@@ -28,6 +28,7 @@ from conformance.tests.gang_scheduling import _checks as gc
 from conformance.utils import kube as kc
 from fixtures.cluster import hypernodes
 from fixtures.cluster_env import ClusterEnvironment
+from protocol import waiting
 
 POD_GPUS = 4
 PODS_PER_NODE = gc.GPUS_PER_NODE // POD_GPUS
@@ -119,10 +120,10 @@ def tree_objects(env: ClusterEnvironment, tree: Tree) -> Installed:
     return out
 
 
-async def install(env: ClusterEnvironment, installed: Installed) -> Installed:
-    """Create the nodes (with their labels) and then the HyperNodes; all deleted when the case closes."""
+async def install(env: ClusterEnvironment, installed: Installed, *, ready_s: float) -> Installed:
+    """Create the nodes (with their labels; Ready within ``ready_s``) and then the HyperNodes; all deleted when the case closes."""
     await asyncio.gather(*(kc.add_node(env, gc.case_node(env, n, labels)) for n, labels in installed.nodes.items()))
-    await gc.nodes_ready(env, list(installed.nodes))
+    await gc.nodes_ready(env, list(installed.nodes), ready_s)
     for obj in installed.objects:
         await create_hypernode(env, obj)
     return installed
@@ -192,16 +193,11 @@ async def all_bound(env: ClusterEnvironment, gang_name: str, count: int, timeout
 
 async def none_bound_for(env: ClusterEnvironment, gang_name: str, seconds: float, what: str) -> None:
     """For ``seconds``, no pod of the gang is bound (it must wait whole)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while True:
+    async for _ in waiting.holding_async(seconds, 0.25):
         placed = await placement(env, gang_name)
         bound = sorted(f"{p}->{n}" for p, n in placed.items() if n)
         if bound:
             raise AssertionError(f"{what}: {len(bound)}/{len(placed)} pods bound ({', '.join(bound)}); the gang must stay Pending whole")
-        if loop.time() >= deadline:
-            return
-        await asyncio.sleep(0.25)
 
 
 async def remove_gang(env: ClusterEnvironment, gang_name: str, timeout_s: float) -> None:

@@ -9,7 +9,7 @@ whole, together: the suite's watch allows a role to run alone only for ``gang_bi
 from __future__ import annotations
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.gang_scheduling import _checks as gc
 from conformance.utils import kube as kc
 
@@ -23,11 +23,11 @@ async def check(ctx: TestContext) -> None:
     history = kc.PodHistory(env).start()
     try:
         have = gpus // gc.GPUS_PER_NODE
-        await gc.add_case_nodes(env, have)
+        await gc.add_case_nodes(env, have, ready_s=ctx.timeouts.gang_nodes_ready_s)
         body = gc.story4(env, decode=1)
         all_groups = await gc.apply_story(ctx, body, what)
         await gc.hold_and_watch(history, all_groups, ctx.timeouts.gang_settle_s, set(), what)
-        await gc.add_case_nodes(env, PAIR_GPUS // gc.GPUS_PER_NODE - have, first=have)
+        await gc.add_case_nodes(env, PAIR_GPUS // gc.GPUS_PER_NODE - have, first=have, ready_s=ctx.timeouts.gang_nodes_ready_s)
         what = f"{what}, then {PAIR_GPUS} GPUs"
         await gc.all_whole(ctx, history, all_groups, what)
         gc.timeline_must_be_atomic(history, all_groups, ctx.timeouts.gang_bind_window_s, what, paired=True)
@@ -42,4 +42,10 @@ TEST = ConformanceTest(
     environments=frozenset({"cluster"}),
     cases=tuple(Case(name, {"gpus": gpus}) for name, gpus in CASES.items()),
     check=check,
+    seed=SeedRef(
+        "004",
+        "Gang Scheduling Behavior",
+        "- Cross-role coordination (for PD disaggregated): At least one prefill AND one decode replica must be scheduled together",
+        note="The 40- and 24-GPU cases (room for one role, not both) are the suite's; the seed's table has no such row.",
+    ),
 )

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.gang_scheduling import _checks as gc
 from conformance.tests.gang_scheduling import _network_topology as nt
 from conformance.utils import kube as kc
@@ -46,7 +46,7 @@ async def check(ctx: TestContext) -> None:
     env, t, mode = kc.env_of(ctx), ctx.timeouts, ctx.params["members"]
     labels = labelled_nodes(env.namespace)
     installed = nt.Installed(labels, hypernodes.generate(labels, topology.LEVELS, mode))
-    await nt.install(env, installed)
+    await nt.install(env, installed, ready_s=t.gang_nodes_ready_s)
     scheduler = gc.gang_scheduler(ctx)
     for tier, key in ((1, topology.RACK_LABEL), (2, topology.ZONE_LABEL)):
         pods = installed.capacity(tier, min)
@@ -76,4 +76,12 @@ TEST = ConformanceTest(
     environments=frozenset({"cluster"}),
     cases=tuple(Case(f"{mode}-members", {"members": mode}) for mode in ("exact", "regex", "label")),
     check=check,
+    seed=SeedRef(
+        "002",
+        "network topology generation and update",
+        "a tool to generate network topology CR by analyzing labels, system file or API of HW vendor. "
+        "The community will offer a tool to generate CR by label.",
+        note="Racks tier 1, zones tier 2 and exact/regex/label members are the suite's generator's choices; refusing "
+        "selectors with neither or both matches is the Webhook section's rule (the Go-regex rule is not checked here).",
+    ),
 )

@@ -11,7 +11,7 @@ Ground truth: the pods' ``spec.nodeName`` and the HyperNodes the suite created.
 from __future__ import annotations
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.gang_scheduling import _checks as gc
 from conformance.tests.gang_scheduling import _network_topology as nt
 from conformance.utils import kube as kc
@@ -20,7 +20,7 @@ from conformance.utils import kube as kc
 async def check(ctx: TestContext) -> None:
     env, t = kc.env_of(ctx), ctx.timeouts
     tree, tier = nt.TREES[ctx.params["tree"]], int(ctx.params["tier"])
-    installed = await nt.install(env, nt.tree_objects(env, tree))
+    installed = await nt.install(env, nt.tree_objects(env, tree), ready_s=t.gang_nodes_ready_s)
     scheduler = gc.gang_scheduler(ctx)
 
     fits = installed.capacity(tier, min)
@@ -44,4 +44,11 @@ TEST = ConformanceTest(
     environments=frozenset({"cluster"}),
     cases=tuple(Case(f"{tree}-tier{tier}", {"tree": tree, "tier": tier}) for tree in nt.TREES for tier in (1, 2)),
     check=check,
+    seed=SeedRef(
+        "002",
+        "Volcano Job sample",
+        "example: hard, with highest-tier-allowed: 1, means for each job-foo, scheduler needs to find a tier1 to run all the job-foo pods.",
+        note="The seed's example is tier 1; the suite also checks tier 2, and reads hard ('a strict network topology "
+        "constraint that jobs must adhere to') as staying Pending whole when no such HyperNode holds the gang.",
+    ),
 )

@@ -12,7 +12,7 @@ Each gang is removed before the next.
 from __future__ import annotations
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.gang_scheduling import _checks as gc
 from conformance.tests.gang_scheduling import _network_topology as nt
 from conformance.utils import kube as kc
@@ -21,7 +21,7 @@ from conformance.utils import kube as kc
 async def check(ctx: TestContext) -> None:
     env, t = kc.env_of(ctx), ctx.timeouts
     tree = nt.TREES[ctx.params["tree"]]
-    installed = await nt.install(env, nt.tree_objects(env, tree))
+    installed = await nt.install(env, nt.tree_objects(env, tree), ready_s=t.gang_nodes_ready_s)
     scheduler = gc.gang_scheduler(ctx)
     steps = (
         ("tier1", installed.capacity(1, min), 1),
@@ -45,4 +45,12 @@ TEST = ConformanceTest(
     environments=frozenset({"cluster"}),
     cases=tuple(Case(tree, {"tree": tree}) for tree in nt.TREES),
     check=check,
+    seed=SeedRef(
+        "002",
+        "Use Case 1",
+        "Schedule the job, prefer scheduling all pods to one tier1 topology zone, if not enough nodes, "
+        "try to schedule all the pods to one tier2 topology zone.",
+        note="The API defines soft only as letting jobs 'cross network boundaries under certain conditions'; tightest "
+        "domain first is this use case's, binding across domains when no tier-2 domain holds the gang is the suite's reading.",
+    ),
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.gang_scheduling import _checks as gc
 from conformance.utils import kube as kc
 
@@ -22,7 +22,7 @@ async def check(ctx: TestContext) -> None:
     env, t = kc.env_of(ctx), ctx.timeouts
     history = kc.PodHistory(env).start()
     try:
-        await gc.add_case_nodes(env, START_NODES)
+        await gc.add_case_nodes(env, START_NODES, ready_s=t.gang_nodes_ready_s)
         body = gc.story4(env, decode=1)
         service = body["metadata"]["name"]
         pair = {"prefill-0", "decode-0"}
@@ -38,7 +38,7 @@ async def check(ctx: TestContext) -> None:
         await gc.pods_must_exist(env, all_groups["decode-1"], t.operator_reconcile_s, what)
         await gc.hold_and_watch(history, all_groups, t.gang_settle_s, pair, what)
 
-        await gc.add_case_nodes(env, MORE_NODES, first=START_NODES)
+        await gc.add_case_nodes(env, MORE_NODES, first=START_NODES, ready_s=t.gang_nodes_ready_s)
         what = "after the cluster grew to 80 GPUs"
         await gc.all_whole(ctx, history, all_groups, what)
 
@@ -85,4 +85,11 @@ TEST = ConformanceTest(
     environments=frozenset({"cluster"}),
     cases=(Case("decode-1-2-1"),),
     check=check,
+    seed=SeedRef(
+        "004",
+        "InferenceService Controller responsibilities",
+        "minTaskMemberwhen role replicas change",
+        note="The seed's sentence, broken over two lines, reads 'Update PodGroup - Adjust minTaskMember when role replicas "
+        "change'; the new replica waiting and binding whole is the intra-replica atomicity rule.",
+    ),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.utils import kube as kc
 from conformance.utils import manifests
 from protocol import kube_names as kn
@@ -78,4 +78,11 @@ TEST = ConformanceTest(
     environments=frozenset({"cluster"}),
     cases=tuple(Case(story) for story in manifests.STORIES),
     check=check,
+    seed=SeedRef(
+        "004",
+        "Naming Convention",
+        "| Worker Pod | {lws-name}-{lws-replica}-{worker} | qwen-inference-inference-0-0-1 |",
+        note="Judged on the pods, not on LWS objects; the same test checks the seed's 'Labels injected by Controller', "
+        "the group-name/task-spec annotations and the multinode Ray leader/worker commands.",
+    ),
 )

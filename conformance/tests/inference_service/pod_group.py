@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.utils import kube as kc
 from conformance.utils import manifests
 
@@ -75,4 +75,12 @@ TEST = ConformanceTest(
     environments=frozenset({"cluster"}),
     cases=tuple(Case(story) for story in manifests.STORIES),
     check=check,
+    seed=SeedRef(
+        "004",
+        "PodGroup Management",
+        "The InferenceService Controller creates one PodGroup per InferenceService. The minTaskMember keys use the format "
+        "{roleName}-{replicaIndex} to identify each replica's task:",
+        note="minMember differs from the seed's examples (all pods): the suite requires one replica of every gang role, "
+        "which the seed's scheduling table needs (docs/gang-scheduling.md). Single-node monolithic gets no PodGroup.",
+    ),
 )

@@ -1,22 +1,20 @@
 """Seed 004: status.components counts replicas and pods per role, and reaches Running when the pods are Ready.
 
 Every container also asks for an extended resource only a node the suite adds later offers, so
-for ``HOLD_S`` no pod can be bound: the status must then say so (no ready pods, not Running).
+for ``inference_service_unbound_hold_s`` no pod can be bound: the status must then say so (no ready pods, not Running).
 After the node appears, every role must reach Running with the counts the suite makes itself.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.utils import kube as kc
 from conformance.utils import manifests
 from protocol import kube_names as kn
-
-HOLD_S = 3.0
+from protocol import waiting
 
 
 async def check(ctx: TestContext) -> None:
@@ -38,13 +36,11 @@ async def check(ctx: TestContext) -> None:
         return components if set(components) == set(roles) else None
 
     await kc.wait_for(reported, ctx.timeouts.operator_reconcile_s, f"status.components of {service} for every role")
-    deadline = asyncio.get_running_loop().time() + HOLD_S
-    while asyncio.get_running_loop().time() < deadline:
+    async for _ in waiting.holding_async(ctx.timeouts.inference_service_unbound_hold_s, 0.25):
         components = await reported() or {}
         for name, comp in components.items():
             if comp.get("readyPods") or comp.get("readyReplicas") or comp.get("phase") == "Running":
                 raise AssertionError(f"{service} role {name}: status {comp} while none of its pods can even be scheduled")
-        await asyncio.sleep(0.25)
     await kc.add_node(env, kc.fake_node(f"{env.namespace}-node", resource))
 
     async def running() -> dict[str, Any] | None:
@@ -86,4 +82,11 @@ TEST = ConformanceTest(
     slow=True,
     cases=(Case("story1"), Case("story2"), Case("story3")),
     check=check,
+    seed=SeedRef(
+        "004",
+        "CRD Structure Overview",
+        "// ComponentStatus captures the aggregated runtime state of a single inference component (role).",
+        note="The seed lists the fields but not when phase is Running; the suite requires Running once every pod is Ready, "
+        "and no ready counts or Running while no pod can be scheduled.",
+    ),
 )

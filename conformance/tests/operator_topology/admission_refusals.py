@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.utils import kube as kc
 from conformance.utils import manifests
 
@@ -34,6 +34,13 @@ TEST = ConformanceTest(
     description="A DGD naming a missing ClusterTopology, a level outside it, or kvCacheTransferTopology on a non-frontend "
     "component is refused with a message naming the field.",
     features=(features.OPERATOR_TOPOLOGY_ADMISSION,),
+    seed=SeedRef(
+        "000",
+        "4. DGD Spec Extension (v1beta1)",
+        "ClusterTopology CR exists and the specified level is a valid domain in the hierarchy",
+        note="Also the next bullet (kvCacheTransferTopology only on type: frontend) and the admission table under Failure "
+        "Handling; that the refusal names the field is the suite's addition.",
+    ),
     environments=frozenset({"cluster"}),
     cases=CASES,
     check=check,

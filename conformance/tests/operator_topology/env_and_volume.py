@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.utils import kube as kc
 from conformance.utils import manifests
 from protocol import kube_names as kn
@@ -81,6 +81,14 @@ TEST = ConformanceTest(
     description="Frontends get the router's level and mismatch policy, workers DYN_TOPOLOGY_ENABLED and one projected file "
     "per level; without kvCacheTransferTopology neither.",
     features=(features.OPERATOR_TOPOLOGY_INJECTION,),
+    seed=SeedRef(
+        "000",
+        "Phase 4 — Grove + Operator Integration",
+        "Operator adds EnsureTopologyVolume(): generates Downward API volume projecting one file per topology level "
+        "under /etc/podinfo/topology/",
+        note="Also the frontend's level and policy env vars (section 4), DYN_TOPOLOGY_ENABLED=true on workers (section 2), "
+        "and none of it without kvCacheTransferTopology (Backward Compatibility).",
+    ),
     environments=frozenset({"cluster"}),
     cases=(
         Case("rack-fail", {"level": "rack"}),

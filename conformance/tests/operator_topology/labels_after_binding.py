@@ -1,8 +1,8 @@
 """Seed 000: topology labels are patched onto worker pods after binding, from their node, and reach the engine.
 
 The workers ask for an extended resource only a node the suite creates later has, so they stay
-unbound for ``UNBOUND_S``: an operator labelling pods before binding is seen doing it. The new
-node's zone and rack are the test's own, so labels copied from any other node are wrong.
+unbound for ``operator_unbound_hold_s``: an operator labelling pods before binding is seen doing
+it. The new node's zone and rack are the test's own, so labels copied from any other node are wrong.
 """
 
 from __future__ import annotations
@@ -11,13 +11,11 @@ import asyncio
 from typing import Any
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from conformance.utils import kube as kc
 from conformance.utils import manifests
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import kube_names as kn
-
-UNBOUND_S = 3.0
 
 
 async def check(ctx: TestContext) -> None:
@@ -33,7 +31,7 @@ async def check(ctx: TestContext) -> None:
     try:
         await kc.create(env, kc.DGD, dgd)
         await kc.wait_for(lambda: _count(env, selector, 4), ctx.timeouts.operator_reconcile_s, "the DGD's 4 worker pods")
-        await asyncio.sleep(UNBOUND_S)  # the workers cannot be bound yet: no node has the resource
+        await asyncio.sleep(ctx.timeouts.operator_unbound_hold_s)  # the workers cannot be bound yet: no node has the resource
         await kc.add_node(env, kc.fake_node(node_name, resource))
 
         async def labelled() -> list[dict[str, Any]]:
@@ -73,6 +71,14 @@ TEST = ConformanceTest(
     description="grove.io/topology.* labels appear on worker pods only once bound, equal their node's domains, and the "
     "engine's files carry the same values.",
     features=(features.OPERATOR_TOPOLOGY_LABELS,),
+    seed=SeedRef(
+        "000",
+        "1a. Grove controller patches pod labels post-scheduling",
+        "After a pod is scheduled to a node, the Grove controller observes the pod, reads the scheduled node's labels, "
+        "resolves topology domains from the referenced ClusterTopology CR, and patches the pod with labels for each topology level:",
+        note="The seed gives this to Grove; the suite asks it of the operator under test, and checks the engine's files carry "
+        "the same values.",
+    ),
     environments=frozenset({"cluster"}),
     slow=True,
     check=check,

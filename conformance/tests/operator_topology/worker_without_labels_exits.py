@@ -12,12 +12,11 @@ import asyncio
 from typing import Any
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from conformance.utils import kube as kc
 from conformance.utils import manifests
 from protocol import kube_names as kn
 
-WAIT_S = 2
 MISSING_LEVEL = "pod-rack"
 
 
@@ -33,7 +32,7 @@ async def check(ctx: TestContext) -> None:
     env.cleanups.append(lambda: env.custom.delete_cluster_custom_object(kn.CT_GROUP, kn.CT_VERSION, kn.CT_PLURAL, topology))
     dgd = manifests.dgd("nolabel", level=MISSING_LEVEL, prefill=1, decode=1, cluster_topology=topology)
     for component in dgd["spec"]["components"]:
-        component["env"] = [{"name": "DYN_TOPOLOGY_WAIT_SECONDS", "value": str(WAIT_S)}]
+        component["env"] = [{"name": "DYN_TOPOLOGY_WAIT_SECONDS", "value": f"{ctx.timeouts.worker_topology_wait_s:g}"}]
     await kc.create(env, kc.DGD, dgd)
     selector = f"{kn.DGD_NAME_LABEL}=nolabel,{kn.COMPONENT_TYPE_LABEL}=decode"
 
@@ -46,7 +45,9 @@ async def check(ctx: TestContext) -> None:
         return None
 
     ended = await kc.wait_for(
-        terminated, WAIT_S + ctx.timeouts.pods_ready_s, f"the decode worker (level {MISSING_LEVEL} unresolvable) to end"
+        terminated,
+        ctx.timeouts.worker_topology_wait_s + ctx.timeouts.pods_ready_s,
+        f"the decode worker (level {MISSING_LEVEL} unresolvable) to end",
     )
     if ended.get("exitCode") in (0, None):
         raise AssertionError(
@@ -58,6 +59,12 @@ TEST = ConformanceTest(
     short_name="WorkerTopologyStartupHardExit",
     description="A worker whose configured topology level has no label (so no projected file) exits non-zero instead of serving.",
     features=(features.WORKER_TOPOLOGY_STARTUP,),
+    seed=SeedRef(
+        "000",
+        "Failure Handling",
+        "If file value is not present for DYN_ROUTER_KV_TRANSFER_TOPOLOGY_LEVEL after a retry period, hard exit.",
+        note="The seed names no knob for the retry period; the suite shortens it with DYN_TOPOLOGY_WAIT_SECONDS.",
+    ),
     environments=frozenset({"cluster"}),
     check=check,
 )

@@ -15,8 +15,6 @@ from conformance.tests.planner_scaling._checks import FLOOR_MARGIN, ScenarioRun,
 from fixtures.planner_calibration import ENGINE_RPS
 from fixtures.planner_harness import COMPONENTS
 
-JITTER = 0.25  # fraction of a load interval tolerated for timer jitter between two changes
-
 
 def _changes(run: ScenarioRun, component: str) -> list[tuple[float, int]]:
     """(time, +1 | -1) for every worker the harness started or stopped after t=0."""
@@ -34,7 +32,7 @@ def _changes(run: ScenarioRun, component: str) -> list[tuple[float, int]]:
 
 def changes_must_be_one_worker_per_interval(run: ScenarioRun) -> None:
     """No component gains or loses more than one worker within one load interval."""
-    window = run.load_interval * (1 - JITTER)
+    window = run.load_interval * (1 - run.timeouts.planner_interval_jitter)  # NB: a fraction of an interval for timer jitter
     decisions = [
         (round(run.sim(d.seen_t), 1), d.decision.decision_id, d.decision.num_prefill_workers, d.decision.num_decode_workers)
         for d in run.harness.decisions

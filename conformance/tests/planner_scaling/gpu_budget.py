@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
@@ -32,4 +32,11 @@ TEST = ConformanceTest(
     environments=frozenset({"process"}),
     slow=True,
     check=check,
+    seed=SeedRef(
+        "003",
+        "Runtime Pipeline",
+        "GPU-budget invariants before returning any scaling effect.",
+        note="The seed clamps final targets to the budget; the suite checks the GPUs actually held (a worker's from its "
+        "start, model loading included, until stopped; prefill and decode summed) against max_gpu_budget.",
+    ),
 )

@@ -9,7 +9,7 @@ least that much), judged from the moment a conformant planner could have reached
 from __future__ import annotations
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
@@ -28,4 +28,12 @@ TEST = ConformanceTest(
     environments=frozenset({"process"}),
     slow=True,
     check=check,
+    seed=SeedRef(
+        "003",
+        "Step 4: Proposal and Lower Bound",
+        "When both throughput and load scaling are enabled, throughput-based scaling writes a lower bound; "
+        "the faster load-based proposer can scale above that bound but will not scale below it.",
+        note="min_endpoint is checked too (Runtime Pipeline); the floor's size (the steady load's need with engines 1.5x "
+        "faster than calibrated) is the suite's.",
+    ),
 )

@@ -9,7 +9,7 @@ started and stopped) may change at most ``planner_max_direction_changes`` times 
 from __future__ import annotations
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
@@ -27,4 +27,11 @@ TEST = ConformanceTest(
     environments=frozenset({"process"}),
     slow=True,
     check=check,
+    seed=SeedRef(
+        "003",
+        "Why Two Scaling Loops?",
+        "This avoids reacting to short-lived metric noise and gives scale-out enough time to complete before the predicted load arrives.",
+        note="The seed says this of the throughput loop and gives load-based scale-down a sensitivity band (Scaling "
+        "Decisions); at most planner_max_direction_changes per planner_flap_window_intervals under steady load is the suite's.",
+    ),
 )

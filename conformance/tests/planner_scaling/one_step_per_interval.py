@@ -8,7 +8,7 @@ and so is one decision moving a component by two.
 from __future__ import annotations
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
@@ -29,4 +29,12 @@ TEST = ConformanceTest(
     cases=tuple(Case(name, {"scenario": name}) for name in SCENARIOS),
     slow=True,
     check=check,
+    seed=SeedRef(
+        "003",
+        "Scaling Decisions",
+        "Only scales by +/-1 per interval (non-blocking with pending-desired guard: metrics continue to be observed while "
+        "scaling is in progress, but no new scaling action is issued until the previous one completes)",
+        note="The seed states +/-1 for load-based scaling; the suite holds every change to it, including one toward a "
+        "throughput lower bound far above the current count.",
+    ),
 )

@@ -9,7 +9,7 @@ the count it had before the load rose.
 from __future__ import annotations
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
@@ -27,4 +27,11 @@ TEST = ConformanceTest(
     environments=frozenset({"process"}),
     slow=True,
     check=check,
+    seed=SeedRef(
+        "003",
+        "Scaling Decisions",
+        "scale down if ALL < SLA * sensitivity",
+        note="The seed gives the condition, no deadline; the bound (two throughput intervals for the floor's window to see "
+        "the lower load, then planner_scale_down_intervals load intervals per worker) is the suite's.",
+    ),
 )

@@ -15,6 +15,7 @@ Data flow of one scenario (``run``)::
 """
 
 import asyncio
+import contextlib
 import copy
 import datetime
 import time
@@ -29,15 +30,14 @@ from conformance.suite.test_case import TestContext
 from conformance.suite.timeouts import Timeouts
 from conformance.tests.rollout_isolation._scenarios import BLOCK_SIZE, CONCURRENCY, MODEL, TARGETS, Scenario, base_dgd, ctype
 from conformance.tests.rollout_isolation._traffic import StreamingTraffic
-from conformance.tests.rollout_isolation._verdict import WARM_S, Evidence, Timeline, serving
+from conformance.tests.rollout_isolation._verdict import Evidence, Timeline, serving
 from conformance.utils import kube as kc
 from fakes import groundtruth
 from fakes.pod_runner.runner import groundtruth_dir
 from fixtures import traffic
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import kube_names as kn
-
-TAIL_S = 2.0
+from protocol import waiting
 
 
 def read_ground_truth(env: ClusterEnvironment, pods: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -95,16 +95,19 @@ async def until_served(url: str, bound_s: float) -> None:
     implementation has put it there. The rollout's traffic starts from a DGD that serves, so a
     failure the verdict counts is the rollout's, not the deployment's.
     """
-    deadline = time.monotonic() + bound_s
-    last: traffic.Outcome | None = None
+    last: list[traffic.Outcome] = []
     async with aiohttp.ClientSession() as session:
-        while time.monotonic() < deadline:
-            last = await traffic.complete(session, url, MODEL, traffic.unique_prompt(tag="probe"), max_tokens=2, timeout_s=10)
-            if last.ok:
-                return
-            await asyncio.sleep(0.2)
-    seen = "no answer" if last is None else f"status {last.status}, error {last.error}"
-    raise AssertionError(f"the DGD at {url} served no completion within {bound_s:g}s of its pods being Ready (last: {seen})")
+
+        async def served() -> bool:
+            last[:] = [await traffic.complete(session, url, MODEL, traffic.unique_prompt(tag="probe"), max_tokens=2, timeout_s=10)]
+            return last[0].ok
+
+        def seen() -> str:
+            return "last: " + ("no answer" if not last else f"status {last[0].status}, error {last[0].error}")
+
+        await waiting.until_async(
+            served, timeout_s=bound_s, what=f"the DGD at {url} serving a completion once its pods were Ready", interval_s=0.2, describe=seen
+        )
 
 
 async def patch_spec(env: ClusterEnvironment, dgd: dict[str, Any]) -> None:
@@ -137,7 +140,7 @@ async def run_in(
     if on_traffic is not None:
         on_traffic(url)
     try:
-        await asyncio.sleep(WARM_S)
+        await asyncio.sleep(timeouts.rollout_warm_s)
         changed = copy.deepcopy(dgd)
         scenario.change(changed)
         changed_at = time.time()
@@ -149,7 +152,7 @@ async def run_in(
             lambda: versions_running(env, scenario, new=final_new), timeouts.rollout_s, "the rollout's end: the final version alone"
         )
         finished_at = time.time()
-        await asyncio.sleep(TAIL_S)
+        await asyncio.sleep(timeouts.rollout_tail_s)
     finally:
         sent = await load.stop()
         await asyncio.sleep(0.5)
@@ -157,7 +160,21 @@ async def run_in(
     timeline = Timeline.of(list(history.events), wall_offset)
     records = read_ground_truth(env, timeline.every_pod())
     stale = await _stale_metadata(env, timeline)
-    evidence = Evidence(scenario, sent, records, timeline, changed_at, finished_at, 0, timeouts.weight_follow_s, stale, final_new)
+    evidence = Evidence(
+        scenario,
+        sent,
+        records,
+        timeline,
+        changed_at,
+        finished_at,
+        0,
+        timeouts.weight_follow_s,
+        stale,
+        final_new,
+        starve_s=timeouts.rollout_starve_s,
+        share_tolerance=timeouts.rollout_share_tolerance,
+        warm_s=timeouts.rollout_warm_s,
+    )
     evidence.steps = await _rollout_events(env, dgd["metadata"]["name"])
     return evidence
 
@@ -200,10 +217,12 @@ async def until_pods_ready(env: ClusterEnvironment, bound_s: float) -> float:
     A paused rollout's workers already on their way up still come up; only once they have can an
     operator that ignores the pause show it, by taking its next step.
     """
-    start = time.monotonic()
-    while time.monotonic() - start < bound_s:
+    waited = waiting.Deadline(bound_s)
+
+    async def all_ready() -> bool:
         pods = [p for p in await kc.pods(env) if ctype(p) and not p["metadata"].get("deletionTimestamp")]
-        if all(kc.pod_ready(p) for p in pods):
-            break
-        await asyncio.sleep(0.25)
-    return time.monotonic() - start
+        return all(kc.pod_ready(p) for p in pods)
+
+    with contextlib.suppress(waiting.WaitTimeout):  # NB: not a failure: the bound only caps the wait
+        await waiting.until_async(all_ready, timeout_s=bound_s, what="every pod of the suite's images Ready", interval_s=0.25)
+    return waited.elapsed()

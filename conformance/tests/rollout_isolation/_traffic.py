@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from fixtures import traffic
+from protocol import waiting
 
 
 @dataclass(frozen=True)
@@ -51,17 +52,17 @@ class StreamingTraffic:
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _session: aiohttp.ClientSession | None = None
-    _deadline: float = 0.0
+    _deadline: waiting.Deadline | None = None
 
     async def start(self) -> StreamingTraffic:
         self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=True))
-        self._deadline = time.monotonic() + self.max_duration_s
+        self._deadline = waiting.Deadline(self.max_duration_s)
         self._tasks = [asyncio.create_task(self._sender(i)) for i in range(self.concurrency)]
         return self
 
     async def _sender(self, index: int) -> None:
-        assert self._session is not None
-        while not self._stop.is_set() and len(self.sent) < self.max_requests and time.monotonic() < self._deadline:
+        assert self._session is not None and self._deadline is not None
+        while not self._stop.is_set() and len(self.sent) < self.max_requests and not self._deadline.expired:
             started = time.time()
             prompt = traffic.unique_prompt(tag=f"{self.tag}{index}")
             outcome = await traffic.complete(

@@ -8,11 +8,11 @@ them prefixed with the scenario's seed 001 mode, so a failure names the mode. Th
 
 * zero failed requests (status 200, no error event, ``[DONE]``);
 * every request preprocessed with the card of the worker that served it (3.1), and no ready
-  worker starved for ``STARVE_S`` while traffic ran and its version could serve (3.1 as Dynamo
+  worker starved for ``starve_s`` while traffic ran and its version could serve (3.1 as Dynamo
   shows it: the new card is discarded and its workers get nothing);
 * no KV transfer between different layouts (3.2);
 * no protocol mismatch, no frontend talking to workers of both versions or of the other version (3.3);
-* the share of requests served by the new version within ``SHARE_TOLERANCE`` of the ready
+* the share of requests served by the new version within ``share_tolerance`` of the ready
   ratio, allowing the weights ``follow_s`` to follow (seed 001 4.3.3);
 * per worker component, ready workers never below target - maxUnavailable, and on each side the
   prefill:decode ratio within one worker (seed 001 4.1.2);
@@ -30,16 +30,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.suite.timeouts import Timeouts
 from conformance.tests.rollout_isolation._scenarios import PAUSE, TARGETS, Scenario, ctype
 from conformance.tests.rollout_isolation._traffic import Sent
 from conformance.utils.kube import pod_ready
 from fakes import groundtruth
 from protocol import engine_api
 
-STARVE_S = 5.0
-SHARE_TOLERANCE = 0.15
-WARM_S = 2.0
-"""Traffic runs this long before the change (so starvation counts from there)."""
+_DEFAULTS = Timeouts()
 
 # -- the pod timeline --------------------------------------------------------------------------------
 
@@ -121,6 +119,12 @@ class Evidence:
     """Which version must be alone at the end (False after a rollback)."""
     steps: list[tuple[float, str]] = field(default_factory=list)
     """The implementation's Events on the DGD (wall time, text: its weights as it set them), for the record only."""
+    starve_s: float = _DEFAULTS.rollout_starve_s
+    """A worker Ready this long while its version could serve, having served nothing, is starved (``rollout_starve_s``)."""
+    share_tolerance: float = _DEFAULTS.rollout_share_tolerance
+    """How far the new version's share may stray from the ready ratio (``rollout_share_tolerance``)."""
+    warm_s: float = _DEFAULTS.rollout_warm_s
+    """Traffic ran this long before the change, so starvation counts from there (``rollout_warm_s``)."""
 
 
 def verdict(ev: Evidence) -> list[str]:
@@ -198,7 +202,7 @@ def _served_by(ev: Evidence) -> Counter[str]:
 
 
 def _starved_workers(ev: Evidence) -> list[str]:
-    """A worker Ready (and not terminating) for STARVE_S of traffic that served nothing: its card was discarded.
+    """A worker Ready (and not terminating) for ``ev.starve_s`` of traffic that served nothing: its card was discarded.
 
     Only time while its version could serve counts: a serving worker of every worker component
     (seed 001 4.3.3 gives a set without one no traffic, e.g. a prefill whose decode never became
@@ -207,7 +211,7 @@ def _starved_workers(ev: Evidence) -> list[str]:
     if not ev.scenario.workers_change:
         return []
     served = _served_by(ev)
-    start, end = ev.changed_at - WARM_S, ev.finished_at
+    start, end = ev.changed_at - ev.warm_s, ev.finished_at
     ready_for: dict[str, float] = defaultdict(float)
     previous: tuple[float, dict[str, dict[str, Any]]] | None = None
     for t, state in ev.timeline.moments:
@@ -221,7 +225,7 @@ def _starved_workers(ev: Evidence) -> list[str]:
         t0, before = previous
         for name in _could_serve(before, ev.scenario):
             ready_for[name] += max(0.0, end - max(t0, start))
-    starved = sorted(name for name, s in ready_for.items() if s >= STARVE_S and served[name] == 0)
+    starved = sorted(name for name, s in ready_for.items() if s >= ev.starve_s and served[name] == 0)
     if not starved:
         return []
     pods = ev.timeline.every_pod()
@@ -312,11 +316,11 @@ def _share(ev: Evidence) -> list[str]:
         return [f"only {len(observed)} requests were served during the rollout; too few to judge the traffic split"]
     share = sum(observed) / len(observed)
     lo, hi = sum(low) / len(low), sum(high) / len(high)
-    if lo - SHARE_TOLERANCE <= share <= hi + SHARE_TOLERANCE:
+    if lo - ev.share_tolerance <= share <= hi + ev.share_tolerance:
         return []
     return [
         f"the new version served {share:.2f} of {len(observed)} requests during the rollout; the ready ratio (allowing "
-        f"{follow_s:g}s for weights to follow) called for {lo:.2f}..{hi:.2f} (tolerance {SHARE_TOLERANCE})"
+        f"{follow_s:g}s for weights to follow) called for {lo:.2f}..{hi:.2f} (tolerance {ev.share_tolerance:g})"
     ]
 
 

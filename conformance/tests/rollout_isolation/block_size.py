@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from conformance.tests.rollout_isolation import _checks as rc
 from conformance.tests.rollout_isolation import _scenarios as scenarios
 from conformance.tests.rollout_isolation import _verdict as verdict
@@ -24,4 +24,12 @@ TEST = ConformanceTest(
     environments=frozenset({"cluster"}),
     slow=True,
     check=check,
+    seed=SeedRef(
+        "001",
+        "3.1 Different MDC Checksums",
+        "This results in new workers having requests preprocessed with the old MDC, "
+        "which can result in request errors or unexpected behaviors.",
+        note="Also judges 4.1.2 (maxUnavailable, P/D ratio) and 4.3 (traffic follows the ready ratio); a ready worker "
+        "that serves nothing counts as its card discarded (the suite's reading of 3.1).",
+    ),
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from conformance.tests.rollout_isolation import _checks as rc
 from conformance.tests.rollout_isolation import _scenarios as scenarios
 from conformance.tests.rollout_isolation import _verdict as verdict
@@ -23,4 +23,11 @@ TEST = ConformanceTest(
     environments=frozenset({"cluster"}),
     slow=True,
     check=check,
+    seed=SeedRef(
+        "001",
+        "2. Scenarios",
+        "**Update Dynamo Frontend Version** - Updating the Dynamo framework runtime image for the Frontend service.",
+        note="The seed names the scenario, not its procedure: traffic moving to the new frontend as its replicas become "
+        "ready (4.3's weighted split, by ready frontends) and the old one draining without a failed request are the suite's.",
+    ),
 )

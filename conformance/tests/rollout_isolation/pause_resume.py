@@ -7,38 +7,40 @@ import dataclasses
 from typing import Any
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
+from conformance.suite.timeouts import Timeouts
 from conformance.tests.rollout_isolation import _checks as rc
 from conformance.tests.rollout_isolation import _scenarios as scenarios
 from conformance.tests.rollout_isolation import _verdict as verdict
 from conformance.utils import kube as kc
 from fixtures.cluster_env import ClusterEnvironment
 
-SETTLE_S = 2.0
-"""Time for the operator to see paused: true (a step decided just before may still land)."""
-READY_BOUND_S = 60.0
-"""At most this long for the workers already on their way up at the pause to become Ready."""
-HOLD_S = 5.0
 
-
-async def pause_then_resume(env: ClusterEnvironment, changed: dict[str, Any]) -> None:
+async def pause_then_resume(env: ClusterEnvironment, changed: dict[str, Any], t: Timeouts) -> None:
     """Paused: nothing created or deleted while the workers started before the pause come up, nor 5 s after.
 
-    Waiting for them matters: an operator that ignores the pause takes its next step only when they
-    are Ready, which under load can take longer than the hold (make test saw such a run pass).
+    ``t.rollout_pause_settle_s`` lets the operator see ``paused: true`` (a step decided just before may
+    still land); the workers already on their way up get at most ``t.rollout_pause_ready_s``; then
+    ``t.rollout_pause_hold_s`` more (5 s by default). Waiting for them matters: an operator that ignores
+    the pause takes its next step only when they are Ready, which under load can take longer than the
+    hold (make test saw such a run pass).
     """
     await kc.patch(env, kc.DGD, changed["metadata"]["name"], {"spec": {"rolloutStrategy": {"paused": True}}})
-    await asyncio.sleep(SETTLE_S)
+    await asyncio.sleep(t.rollout_pause_settle_s)
     before = await rc.serving_pods(env)
-    waited = await rc.until_pods_ready(env, READY_BOUND_S)
-    await asyncio.sleep(HOLD_S)
+    waited = await rc.until_pods_ready(env, t.rollout_pause_ready_s)
+    await asyncio.sleep(t.rollout_pause_hold_s)
     after = await rc.serving_pods(env)
-    verdict.counts_must_hold(before, after, waited + HOLD_S)
+    verdict.counts_must_hold(before, after, waited + t.rollout_pause_hold_s)
     await kc.patch(env, kc.DGD, changed["metadata"]["name"], {"spec": {"rolloutStrategy": {"paused": False}}})
 
 
 async def check(ctx: TestContext) -> None:
-    evidence = await rc.run(ctx, dataclasses.replace(scenarios.BLOCK_SIZE, mode=scenarios.PAUSE), mid_way=pause_then_resume)
+    evidence = await rc.run(
+        ctx,
+        dataclasses.replace(scenarios.BLOCK_SIZE, mode=scenarios.PAUSE),
+        mid_way=lambda env, changed: pause_then_resume(env, changed, ctx.timeouts),
+    )
     ctx.log.info(verdict.summary(evidence))
     verdict.rollout_must_be_clean(evidence)
 
@@ -52,4 +54,11 @@ TEST = ConformanceTest(
     environments=frozenset({"cluster"}),
     slow=True,
     check=check,
+    seed=SeedRef(
+        "001",
+        "4.1.3 Solution Selection",
+        "Pause functionality for the RollingUpdate.",
+        note="The seed names pause as a capability only; spec.rolloutStrategy.paused, nothing created or deleted while "
+        "paused, and completion once resumed are the suite's.",
+    ),
 )

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from conformance.tests.rollout_isolation import _checks as rc
 from conformance.tests.rollout_isolation import _scenarios as scenarios
 from conformance.tests.rollout_isolation import _verdict as verdict
@@ -31,4 +31,11 @@ TEST = ConformanceTest(
     environments=frozenset({"cluster"}),
     slow=True,
     check=check,
+    seed=SeedRef(
+        "001",
+        "Future Considerations",
+        "Adding ControllerRevisions for the ability to pause a deployment and rollback.",
+        note="The seed lists rollback only as a future consideration; reverting the spec mid-rollout to end with only the "
+        "old version, every rollout rule held, is the suite's.",
+    ),
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, TestContext
+from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from conformance.tests.rollout_isolation import _checks as rc
 from conformance.tests.rollout_isolation import _scenarios as scenarios
 from conformance.tests.rollout_isolation import _verdict as verdict
@@ -23,4 +23,11 @@ TEST = ConformanceTest(
     environments=frozenset({"cluster"}),
     slow=True,
     check=check,
+    seed=SeedRef(
+        "001",
+        "3.2 Incompatible KV Cache Transfer",
+        "The discovery of old prefill/decode workers by the new set of workers can result in KV block shape "
+        "incompatibilities, KV transfer API breaking changes, etc. that result in request errors or unexpected behaviors.",
+        note="Also judges the other rollout rules of 4.1.2 and 4.3, as RolloutBlockSize does.",
+    ),
 )

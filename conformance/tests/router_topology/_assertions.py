@@ -7,12 +7,11 @@ knows what broke without the suite's source. Helpers that wait poll up to a dead
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from fixtures.observe import Transfer
 from fixtures.traffic import Outcome
+from protocol import waiting
 
 
 def _sample(outcomes: Sequence[Outcome], limit: int = 3) -> str:
@@ -53,12 +52,5 @@ def destinations_must_be(transfers: Sequence[Transfer], allowed: set[str], what:
 async def condition_must_hold_eventually(
     probe: Callable[[], Awaitable[bool]], timeout_s: float, poll_s: float, what: str, consecutive: int = 1
 ) -> None:
-    """Poll ``probe`` until it is true ``consecutive`` times in a row, within ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    streak = 0
-    while time.monotonic() < deadline:
-        streak = streak + 1 if await probe() else 0
-        if streak >= consecutive:
-            return
-        await asyncio.sleep(poll_s)
-    raise AssertionError(f"{what}: not true within {timeout_s:g}s")
+    """Poll ``probe`` until it is true ``consecutive`` times in a row, within ``timeout_s`` (else ``WaitTimeout``, an AssertionError)."""
+    await waiting.until_async(probe, timeout_s=timeout_s, what=what, interval_s=poll_s, consecutive=consecutive)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.router_topology import _assertions as assertions
 from conformance.tests.router_topology import _checks as router_checks
 from conformance.tests.router_topology import _placements as shapes
@@ -57,6 +57,13 @@ TEST = ConformanceTest(
     short_name="RouterTopologyDecodeJoinsAndLeaves",
     description="A same-domain decode worker joining is used within the consistency bound; once it leaves, fail applies again.",
     features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER),
+    seed=SeedRef(
+        "000",
+        "Phase 1 — Worker Metadata (Dynamo)",
+        "Verify topology metadata flows through RuntimeConfigWatch to the router",
+        note="The seed sets no bound on joins and leaves: the suite requires the fail filter to follow the current decode set "
+        "within its eventual-consistency bound.",
+    ),
     cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.router_topology import _checks as router_checks
 from conformance.tests.router_topology import _placements as shapes
 from fixtures import traffic
@@ -32,6 +32,13 @@ TEST = ConformanceTest(
     short_name="RouterTopologyFailReturns503",
     description="The fail-policy error is HTTP 503 with an OpenAI error body whose message names the level and the prefill's domain.",
     features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER, features.KV_TRANSFER_TOPOLOGY_ERROR_503),
+    seed=SeedRef(
+        "000",
+        "Failure Handling",
+        "Return error to client",
+        note="The seed names no status or body: HTTP 503 with an OpenAI error body naming the level and the prefill's value "
+        "is the suite's addition.",
+    ),
     cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.router_topology import _assertions as assertions
 from conformance.tests.router_topology import _checks as router_checks
 from conformance.tests.router_topology import _placements as shapes
@@ -25,6 +25,11 @@ TEST = ConformanceTest(
     short_name="RouterTopologyFailWithoutSameDomainDecode",
     description="Seed 000 runtime table row 1, fail: no same-domain decode worker -> error to the client, no cross-domain transfer.",
     features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER),
+    seed=SeedRef(
+        "000",
+        "3. KV Router Filtering",
+        "a. fail: return an error when no decode workers match the prefill worker\u2019s topology domain",
+    ),
     cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

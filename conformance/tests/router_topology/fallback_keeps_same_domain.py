@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.router_topology import _assertions as assertions
 from conformance.tests.router_topology import _checks as router_checks
 from conformance.tests.router_topology import _placements as shapes
@@ -26,6 +26,12 @@ TEST = ConformanceTest(
     short_name="RouterTopologyFallbackKeepsSameDomain",
     description="Seed 000 row 2, fallback: workers missing the level, and other domains, are excluded while same-domain workers exist.",
     features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER, features.KV_TRANSFER_TOPOLOGY_FALLBACK),
+    seed=SeedRef(
+        "000",
+        "Failure Handling",
+        "Excluded when same-domain workers exist; eligible as fallback when none do",
+        note="Also that other-domain workers stay unused while a same-domain one exists (3b: fallback only if none exist).",
+    ),
     cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

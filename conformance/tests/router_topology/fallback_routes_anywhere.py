@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.router_topology import _assertions as assertions
 from conformance.tests.router_topology import _checks as router_checks
 from conformance.tests.router_topology import _placements as shapes
@@ -32,6 +32,13 @@ TEST = ConformanceTest(
     short_name="RouterTopologyFallbackRoutesAnywhere",
     description="Seed 000 rows 1-2, fallback: with no same-domain decode worker, any decode worker (missing labels included) serves.",
     features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER, features.KV_TRANSFER_TOPOLOGY_FALLBACK),
+    seed=SeedRef(
+        "000",
+        "Failure Handling",
+        "Log warning, route to any available decode worker",
+        note="Also row 2's fallback cell (a worker missing the level is eligible when no same-domain worker exists); "
+        "the warning is not observed.",
+    ),
     cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

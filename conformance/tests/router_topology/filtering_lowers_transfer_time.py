@@ -12,7 +12,7 @@ import statistics
 import aiohttp
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.router_topology import _assertions as assertions
 from conformance.tests.router_topology import _checks as router_checks
 from conformance.tests.router_topology import _placements as shapes
@@ -53,6 +53,13 @@ TEST = ConformanceTest(
     short_name="RouterTopologyFilteringLowersTransferTime",
     description="Filtering by topology lowers the median priced KV-transfer time when most decode capacity is across the boundary.",
     features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER, features.KV_TRANSFER_TOPOLOGY_LATENCY),
+    seed=SeedRef(
+        "000",
+        "The Problem",
+        "This transfer is latency-sensitive — crossing an AZ boundary for example adds significant network latency.",
+        note="The seed's motivation, not a rule: the suite measures the fake network's priced transfer time with and without "
+        "the filter.",
+    ),
     cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

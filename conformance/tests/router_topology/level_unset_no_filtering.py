@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.router_topology import _assertions as assertions
 from conformance.tests.router_topology import _checks as router_checks
 from conformance.tests.router_topology import _placements as shapes
@@ -33,6 +33,7 @@ TEST = ConformanceTest(
     short_name="RouterTopologyLevelUnsetNoFiltering",
     description="Seed 000: with kv_transfer_topology_level unset there is no topology filtering; behaviour is as without topology.",
     features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_UNSET),
+    seed=SeedRef("000", "Failure Handling", "No topology filtering, identical to current behavior"),
     cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.router_topology import _assertions as assertions
 from conformance.tests.router_topology import _checks as router_checks
 from conformance.tests.router_topology import _placements as shapes
@@ -31,6 +31,12 @@ TEST = ConformanceTest(
     short_name="RouterTopologyExcludesWorkersMissingLabel",
     description="Seed 000 runtime table row 2, fail: a worker missing the configured level is excluded from selection.",
     features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER),
+    seed=SeedRef(
+        "000",
+        "Failure Handling",
+        "Excluded from selection",
+        note="Row 'Worker missing topology level for configured domain', fail; with only that worker left, row 1's error applies.",
+    ),
     cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.router_topology import _checks as router_checks
 from conformance.tests.router_topology import _placements as shapes
 from fixtures.adapter import PREFERRED, WorkerSpec
@@ -42,6 +42,13 @@ TEST = ConformanceTest(
     short_name="RouterTopologyPreferredWeight",
     description="Per-worker preferred enforcement (Dynamo 1.6): a larger preferred weight lowers the share of cross-domain transfers.",
     features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT),
+    seed=SeedRef(
+        "000",
+        "KV Transfer Cost Scoring (Soft Topology Preferences)",
+        "allowing the router to prefer closer workers without strictly excluding distant ones.",
+        note="Not in the seed's proposal (future work there): the test checks Dynamo 1.6's per-worker preferred enforcement "
+        "and weight.",
+    ),
     cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
     slow=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.router_topology import _assertions as assertions
 from conformance.tests.router_topology import _checks as router_checks
 from conformance.tests.router_topology import _placements as shapes
@@ -33,6 +33,12 @@ TEST = ConformanceTest(
         features.DISAGGREGATED_SERVING,
         features.KV_TRANSFER_TOPOLOGY_FILTER,
         features.KV_TRANSFER_TOPOLOGY_PREFILL_PRESELECTION,
+    ),
+    seed=SeedRef(
+        "000",
+        "Failure Handling",
+        "Filter for prefill workers that have decode workers in the same domain first and then fallback to all other prefill workers "
+        "(window where a decode worker can join).",
     ),
     cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,

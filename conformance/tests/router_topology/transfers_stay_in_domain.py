@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.router_topology import _assertions as assertions
 from conformance.tests.router_topology import _checks as router_checks
 from conformance.tests.router_topology import _placements as shapes
@@ -27,6 +27,12 @@ TEST = ConformanceTest(
     short_name="RouterTopologyTransfersStayInDomain",
     description="With kv_transfer_topology_level set, the router only picks decode workers in the prefill worker's domain.",
     features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER),
+    seed=SeedRef(
+        "000",
+        "3. KV Router Filtering",
+        "When the KV Router is selecting a decode worker for a given prefill worker, "
+        "it would filter the decoder workers for only those in the same topology domain.",
+    ),
     cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

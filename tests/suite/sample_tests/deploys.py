@@ -1,6 +1,7 @@
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest
 from tests.suite.sample_tests import _checks
+from tests.suite.suite_helpers import SAMPLE_SEED
 
 TEST = ConformanceTest(
     short_name="SampleDeploys",
@@ -8,4 +9,5 @@ TEST = ConformanceTest(
     features=(features.DISAGGREGATED_SERVING,),
     cases=(Case("one-worker", {"workers": 1}), Case("two-workers", {"workers": 2})),
     check=_checks.deploy_and_expect_good_frontend,
+    seed=SAMPLE_SEED,
 )

@@ -1,6 +1,7 @@
 from conformance.suite import features
 from conformance.suite.test_case import ConformanceTest
 from tests.suite.sample_tests import _checks
+from tests.suite.suite_helpers import SAMPLE_SEED
 
 TEST = ConformanceTest(
     short_name="SampleError503",
@@ -8,4 +9,5 @@ TEST = ConformanceTest(
     features=(features.KV_TRANSFER_TOPOLOGY_ERROR_503,),
     provisional=True,
     check=_checks.deploy_and_expect_good_frontend,
+    seed=SAMPLE_SEED,
 )
