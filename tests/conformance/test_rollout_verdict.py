@@ -5,7 +5,7 @@ engines' ground-truth records and the client's outcomes, for a clean block-size 
 suite's DGD (old 2P+2D until t=5, new 2P+2D from t=5). ``clean()`` passes every rule; each test
 breaks one thing the way a broken operator would and checks the verdict names it. The live
 counterpart — the in-place operator failed on all three seed modes — is
-tests/operator/test_certify_rollout.py.
+tests/certify/test_rollout_isolation.py.
 """
 
 from __future__ import annotations

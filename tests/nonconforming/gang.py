@@ -6,7 +6,7 @@
   (``prefill``, ``decode``) while the pods' ``volcano.sh/task-spec`` says ``{role}-{replica}``:
   Volcano finds no pods for those keys and holds the gang forever when the keys are enforced.
 
-``tests/conformance/test_suite_fails_nonconforming_gang.py`` checks the suite fails each.
+``tests/certify/test_gang_scheduling.py`` checks the suite fails each.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Deliberately non-conforming operators: the reference operator with one rule broken each.
 
 Each is a ``Behaviour`` the operator process loads (``--behaviour tests.nonconforming.operator:X``)
-and an implementation factory the suite certifies; ``tests/conformance/
-test_suite_fails_nonconforming_operators.py`` checks the named conformance test fails each.
+and an implementation factory the suite certifies; ``tests/certify/test_operator_profiles.py``
+checks the named conformance test fails each.
 """
 
 from __future__ import annotations

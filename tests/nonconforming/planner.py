@@ -1,6 +1,6 @@
 """Deliberately non-conforming planners, built from the reference planner with one rule broken each.
 
-The suite must fail every one of them (``tests/conformance/test_suite_fails_nonconforming_planners.py``);
+The suite must fail every one of them (``tests/certify/test_planner_scaling.py``);
 each names the rule it breaks and the conformance test expected to catch it. The breaks are made
 through the reference adapter's hooks: ``planner_config_hook`` edits the planner's settings,
 ``planner_hook`` swaps its load rule (``Planner.decide_load``).

@@ -10,7 +10,7 @@
   is ready, so for a moment no frontend takes requests.
 
 Everything else — the steps, the proxy's weights, the drains — is the reference's.
-``tests/operator/test_certify_rollout.py`` certifies each on the tests that must catch it.
+``tests/certify/test_rollout_isolation.py`` certifies each on the tests that must catch it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Deliberately non-conforming routers, built from the reference parts with one rule broken each.
 
-The suite must fail every one of them (``tests/conformance/test_suite_fails_nonconforming.py``);
+The suite must fail every one of them (``tests/certify/test_router_topology.py``);
 each names the rule it breaks and the conformance test expected to catch it.
 """
 

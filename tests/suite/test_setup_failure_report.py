@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from fixtures.cluster import binaries
-from tests.certify_run import REPO
+from tests.certify.run import REPO
 
 BROKEN = "#!/bin/sh\necho 'broken on purpose by a self-test' >&2\nexit 3\n"
 PROFILE = "OPERATOR-TOPOLOGY"

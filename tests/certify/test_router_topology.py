@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.certify_run import certify as certify_subprocess
-from tests.certify_run import profile_of
+from tests.certify.run import certify as certify_subprocess
+from tests.certify.run import profile_of
 
 PROFILE = "ROUTER-TOPOLOGY"
 

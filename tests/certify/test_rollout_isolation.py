@@ -15,8 +15,8 @@ import pytest
 
 from conformance.tests.rollout_isolation import _scenarios as scenarios
 from fixtures.cluster.backends import Cluster
-from tests.certify_run import certify as certify_subprocess
-from tests.certify_run import profile_of
+from tests.certify.run import certify as certify_subprocess
+from tests.certify.run import profile_of
 
 pytestmark = pytest.mark.cluster
 PROFILE = "ROLLOUT-ISOLATION"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.certify_run import certify as certify_subprocess
-from tests.certify_run import profile_of as profile_named
+from tests.certify.run import certify as certify_subprocess
+from tests.certify.run import profile_of as profile_named
 
 pytestmark = pytest.mark.timing  # SLA attainment and flapping are judged on time: run alone (tox.ini)
 PROFILE = "PLANNER-SCALING"

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from fixtures.cluster.backends import Cluster
-from tests.certify_run import certify as certify_subprocess
-from tests.certify_run import profile_of as profile_named
+from tests.certify.run import certify as certify_subprocess
+from tests.certify.run import profile_of as profile_named
 
 pytestmark = pytest.mark.cluster
 PROFILE = "GANG-SCHEDULING"

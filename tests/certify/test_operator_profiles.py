@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from fixtures.cluster.backends import Cluster
-from tests.certify_run import certify as certify_subprocess
-from tests.certify_run import profile_of
+from tests.certify.run import certify as certify_subprocess
+from tests.certify.run import profile_of
 
 pytestmark = pytest.mark.cluster
 PROFILES = ("OPERATOR-TOPOLOGY", "INFERENCESERVICE-API")
