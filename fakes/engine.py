@@ -37,7 +37,7 @@ from fakes import faults as faults_mod
 from fakes import groundtruth, metrics, network, timing
 from fakes.kv_pool import KvPool
 from fakes.topology_env import TopologyConfig
-from protocol import engine_api, event_loop, streams, tokenizer
+from protocol import engine_api, event_loop, streams, tokenizer, waiting
 from protocol.card import ModelCard
 from protocol.engine_api import EngineRequest, KvHandle, Sampling
 from protocol.layout import KvLayout
@@ -202,8 +202,10 @@ class Engine:
         self.fpm_listeners: list[Callable[[streams.ForwardPassMetrics], None]] = []
         self.on_crash: Callable[[Engine], None] | None = None
         self.crashed = False
-        self.ready_at = time.monotonic() + config.faults.startup_seconds
-        self._handles: dict[str, tuple[Seq, float]] = {}
+        self.model_load = waiting.Deadline(config.faults.startup_seconds)
+        """The model load (``startup_seconds``): the engine is ready once it has expired."""
+        self._handles: dict[str, tuple[Seq, waiting.Deadline]] = {}
+        """Prefilled KV pinned for a decode to pull: handle id -> (sequence, its TTL from the pin)."""
         self._event_ids = itertools.count(1)
         self._counter = itertools.count(1)
         self._wake = asyncio.Event()
@@ -214,7 +216,7 @@ class Engine:
     # -- lifecycle ---------------------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        return not self.crashed and time.monotonic() >= self.ready_at
+        return not self.crashed and self.model_load.expired
 
     @property
     def domains(self) -> dict[str, str]:
@@ -222,9 +224,7 @@ class Engine:
 
     def handles_pinned_within(self, seconds: float) -> int:
         """Prefilled KV handles pinned in the last ``seconds`` and not yet pulled (a draining server waits for them)."""
-        # NB: a handle's deadline is its pin time plus the TTL, so "pinned after now - seconds" is this.
-        cutoff = time.monotonic() + self.config.handle_ttl_seconds - seconds
-        return sum(1 for _, deadline in self._handles.values() if deadline > cutoff)
+        return sum(1 for _, pin in self._handles.values() if pin.elapsed() < seconds)
 
     async def start(self) -> None:
         if self._task is None:
@@ -395,9 +395,9 @@ class Engine:
         self._wake.set()
         return seq
 
-    def _expire_handles(self, now: float) -> None:
-        for handle_id, (seq, deadline) in list(self._handles.items()):
-            if now >= deadline:
+    def _expire_handles(self) -> None:
+        for handle_id, (seq, pin) in list(self._handles.items()):
+            if pin.expired:
                 del self._handles[handle_id]
                 self.pool.release(seq.blocks)
                 seq.blocks = []
@@ -412,7 +412,7 @@ class Engine:
                     await asyncio.wait_for(self._wake.wait(), timeout=cfg.heartbeat_seconds)
                 except TimeoutError:
                     self._publish_fpm([], [], 0.0)
-                    self._expire_handles(time.monotonic())
+                    self._expire_handles()
                 continue
             if self._stall_pending:
                 self._stall_pending = False
@@ -448,14 +448,14 @@ class Engine:
                 if self.crashed:
                     return
             if self._handles:
-                self._expire_handles(time.monotonic())
+                self._expire_handles()
 
     async def _idle_wait(self) -> None:
         """Nothing could be scheduled (the pool is held by pinned KV): wait for a change, bounded."""
         self._wake.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout=BLOCKED_RECHECK_SECONDS)
-        self._expire_handles(time.monotonic())
+        self._expire_handles()
 
     def _schedule(self) -> list[tuple[Seq, int]]:
         cfg = self.config
@@ -642,7 +642,7 @@ class Engine:
             layout=self.layout.to_dict(),
             domains=self.domains,
         )
-        self._handles[handle.handle_id] = (seq, now + self.config.handle_ttl_seconds)
+        self._handles[handle.handle_id] = (seq, waiting.Deadline(self.config.handle_ttl_seconds))
         self.metrics.ttft.observe(now - seq.arrival)
         self.metrics.prompt_tokens.inc(seq.prompt_len - seq.record.cached_tokens)
         seq.first_token_at = now

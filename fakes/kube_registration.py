@@ -241,7 +241,7 @@ class Registration:
             if engine.ready or engine.crashed or stop.is_set():
                 break
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), max(0.05, engine.ready_at - time.monotonic()))
+                await asyncio.wait_for(stop.wait(), max(0.05, engine.model_load.remaining()))
         if not engine.ready or stop.is_set():
             return True  # stopping (or crashed) before it was ready: nothing to publish
         try:

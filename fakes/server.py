@@ -452,5 +452,5 @@ async def admin_faults(request: web.Request) -> web.Response:
     except (ValueError, TypeError) as exc:
         raise openai_api.ApiError(400, f"bad fault settings: {exc}") from None
     if "startup_seconds" in changes:  # a new model load starts now
-        engine.ready_at = time.monotonic() + engine.faults.faults.startup_seconds
+        engine.model_load = waiting.Deadline(engine.faults.faults.startup_seconds)
     return web.json_response(engine.faults.faults.to_dict())

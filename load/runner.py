@@ -12,12 +12,12 @@ it patches the process with gevent on import.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from load import profiles, report
@@ -97,10 +97,9 @@ def _run_locust(cmds: list[list[str]], env: dict[str, str], folder: Path, limit_
     """Start every process (master first), wait up to ``limit_s``, stop the rest; the master's exit code."""
     logs = [(folder / f"locust-{i}.log").open("w") for i in range(len(cmds))]
     procs = [subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT) for cmd, log in zip(cmds, logs, strict=True)]
-    deadline = time.monotonic() + limit_s
     try:
-        while procs[0].poll() is None and time.monotonic() < deadline:
-            time.sleep(0.5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            procs[0].wait(timeout=limit_s)  # NB: no poll loop; load is a leaf and may not import protocol.waiting
     finally:
         for proc in procs:
             if proc.poll() is None:

@@ -9,6 +9,7 @@ bound, and the last thing seen. Data flow::
     until(probe, timeout_s=...)   probe() until truthy -> its value; else error(message)
     until_async(probe, ...)       the same on an event loop; probe may be sync or async
     holding(seconds, interval)    the ticks of a window (a condition that must *stay* true)
+    every_async(interval)         fixed-rate ticks for a periodic loop (no drift)
 
 Why one: seven copies had drifted apart (some swallowed every exception, some none; some named
 the last observation, some not; intervals from 0.05 to 1 s). Errors default to ``WaitTimeout``
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar, overload
@@ -176,3 +178,12 @@ async def holding_async(seconds: float, interval_s: float = DEFAULT_INTERVAL_S) 
         if deadline.expired:
             return
         await asyncio.sleep(min(interval_s, max(deadline.remaining(), 0.001)))
+
+
+async def every_async(interval_s: float) -> AsyncIterator[int]:
+    """Fixed-rate ticks: the n-th comes ``n * interval_s`` after the start (a slow tick does not
+    shift the later ones; missed ticks come at once). Unbounded: the caller's task is cancelled."""
+    start = time.monotonic()
+    for n in itertools.count(1):
+        await asyncio.sleep(max(0.0, start + n * interval_s - time.monotonic()))
+        yield n

@@ -47,7 +47,6 @@ import os
 import queue
 import shutil
 import threading
-import time
 import urllib.request
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -383,8 +382,8 @@ class PodRunner:
                 work.dirty = True
                 log.info("%s/%s: ready", work.key, run.name)
                 return
-        if run.probe is None and time.monotonic() >= run.next_probe:
-            run.next_probe = time.monotonic() + PROBE_INTERVAL_S
+        if run.probe is None and (run.probe_wait is None or run.probe_wait.expired):
+            run.probe_wait = waiting.Deadline(PROBE_INTERVAL_S)
             run.probe = self._probes.submit(_http_ok, run.health_url)
 
     # --- status and deletion ----------------------------------------------------------------

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from protocol import waiting
+
 
 def now_rfc3339() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -45,11 +47,14 @@ class ContainerRun:
     terminated: dict[str, Any] | None = None
     ready: bool = False
     waiting_reason: str | None = "ContainerCreating"
-    next_start: float = 0.0
-    stop_deadline: float | None = None
+    backoff: waiting.Deadline | None = None
+    """CrashLoopBackOff: the next start waits until it has expired."""
+    grace: waiting.Deadline | None = None
+    """Set by terminate(): SIGKILL once it has expired."""
     probe: Any = None
     """The in-flight readiness probe (a concurrent.futures.Future[bool]) or None."""
-    next_probe: float = 0.0
+    probe_wait: waiting.Deadline | None = None
+    """The pause before the next readiness probe (none: probe now)."""
     history: list[int] = field(default_factory=list)
     """Exit codes of earlier runs (for logs and tests)."""
 
@@ -70,7 +75,7 @@ class ContainerRun:
         return self.proc is not None and self.proc.poll() is None
 
     def due(self) -> bool:
-        return self.managed and self.proc is None and self.terminated is None and time.monotonic() >= self.next_start
+        return self.managed and self.proc is None and self.terminated is None and (self.backoff is None or self.backoff.expired)
 
     def start(self) -> None:
         self.cwd.mkdir(parents=True, exist_ok=True)
@@ -90,7 +95,7 @@ class ContainerRun:
         self.started_at = now_rfc3339()
         self.waiting_reason = None
         self.ready = False
-        self.next_probe = 0.0
+        self.probe_wait = None
 
     def exited(self) -> int | None:
         """The exit code if the process ended since the last call (and clears it), else None."""
@@ -118,19 +123,19 @@ class ContainerRun:
             self.restart_count += 1
             self.last_terminated = finished
             delay = min(self.backoff_cap, self.backoff_base * 2 ** (self.restart_count - 1))
-            self.next_start = time.monotonic() + delay
+            self.backoff = waiting.Deadline(delay)
             self.waiting_reason = "CrashLoopBackOff"
         else:
             self.terminated = finished
 
     def terminate(self, grace: float) -> None:
-        if self.stop_deadline is not None:
+        if self.grace is not None:
             return
-        self.stop_deadline = time.monotonic() + max(0.0, grace)
+        self.grace = waiting.Deadline(grace)
         self._signal(signal.SIGTERM)
 
     def kill_if_overdue(self) -> None:
-        if self.stop_deadline is not None and time.monotonic() >= self.stop_deadline:
+        if self.grace is not None and self.grace.expired:
             self._signal(signal.SIGKILL)
 
     def _signal(self, sig: signal.Signals) -> None:

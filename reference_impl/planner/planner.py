@@ -33,7 +33,7 @@ from typing import Protocol
 
 import aiohttp
 
-from protocol import event_loop
+from protocol import event_loop, waiting
 from reference_impl.planner import estimate, load_scaling, predictors, throughput_scaling
 from reference_impl.planner.config import PlannerConfig
 from reference_impl.planner.connectors.protocol import ISSUED, Connector
@@ -118,11 +118,7 @@ class Planner:
         await self.fpm.close()
 
     async def _run(self) -> None:
-        interval = self.config.real_seconds(self.config.load_interval_s)
-        next_at = time.monotonic() + interval
-        while True:
-            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
-            next_at += interval
+        async for _ in waiting.every_async(self.config.real_seconds(self.config.load_interval_s)):
             try:
                 await self.step()
             except (aiohttp.ClientError, TimeoutError, ValueError, ArithmeticError) as exc:

@@ -99,3 +99,15 @@ def test_until_shortens_a_long_last_error() -> None:
         waiting.until(verbose, timeout_s=0, what="the API", tolerate=(ConnectionError,))
     assert "last error: ConnectionError: xxx" in str(timed_out.value)
     assert len(str(timed_out.value)) < waiting.LAST_SEEN_MAX + 100
+
+
+async def test_every_async_keeps_a_fixed_rate_after_a_slow_tick() -> None:
+    started = time.monotonic()
+    seen = []
+    async for n in waiting.every_async(0.05):
+        seen.append(time.monotonic() - started)
+        if n == 1:
+            time.sleep(0.08)  # a slow tick: the second comes at once, the third on schedule
+        if n == 3:
+            break
+    assert seen[0] >= 0.05 and seen[1] < 0.14 and 0.15 <= seen[2] < 0.25
