@@ -68,8 +68,9 @@ class Bench:
         return name
 
     def bound(self, namespace: str) -> set[str]:
-        pods = self.core.list_namespaced_pod(namespace, _request_timeout=30).items
-        return {p.metadata.name for p in pods if p.spec.node_name}
+        from fixtures.cluster import kube
+
+        return {name for name, node in kube.pod_nodes(self.api, namespace).items() if node}
 
     def pod(self, name: str, group: str) -> dict[str, Any]:
         from fixtures.cluster import volcano

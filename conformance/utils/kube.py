@@ -1,37 +1,38 @@
 """What cluster-environment checks share: applying resources, bounded waits, pod histories, assertions.
 
-Every call goes through the suite's admin client in a thread (``asyncio.to_thread``), every
-wait is bounded by a timeout from ``Timeouts`` and names what it waited for. ``PodHistory``
-records every version of every pod in the case's namespace from before the resource is applied
-(a watch of the suite's own), so a check can assert what was never true — a topology label on a
-pod not yet bound — rather than trust the final state. Assertion helpers are named
-``<object>_must_<condition>``.
+Every call goes through the harness's Kubernetes facade (``fixtures.cluster.kube``, each request
+bounded there) with the suite's admin client, in a thread (``asyncio.to_thread``); what comes back
+is named by the typed views of ``fixtures.cluster.views``. Every wait is bounded by a timeout from
+``Timeouts`` and names what it waited for. ``PodHistory`` records every version of every pod in
+the case's namespace from before the resource is applied (a watch of the suite's own), so a check
+can assert what was never true — a topology label on a pod not yet bound — rather than trust the
+final state. Assertion helpers are named ``<object>_must_<condition>``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
-from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from conformance.suite.test_case import TestContext
-from fixtures.cluster import topology
+from fixtures.cluster import kube, topology, views
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import kube_names as kn
 from protocol import waiting
 
-Resource = tuple[str, str, str]
-DGD: Resource = (kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL)
-ISVC: Resource = (kn.IS_GROUP, kn.IS_VERSION, kn.IS_PLURAL)
-PODGROUP: Resource = (kn.PG_GROUP, kn.PG_VERSION, kn.PG_PLURAL)
+Resource = kube.Resource
+DGD, ISVC, PODGROUP = kube.DGD, kube.ISVC, kube.PODGROUP
+PodLike = views.Pod | Mapping[str, Any]
+"""A pod: a view, or the plain mapping a TEST module still reads (``pods``); the helpers' reads are checked against the view."""
 
 
 def env_of(ctx: TestContext) -> ClusterEnvironment:
@@ -47,11 +48,7 @@ class Refusal:
 
 
 async def create(env: ClusterEnvironment, resource: Resource, body: Mapping[str, Any]) -> dict[str, Any]:
-    group, version, plural = resource
-    created: dict[str, Any] = await asyncio.to_thread(
-        env.custom.create_namespaced_custom_object, group, version, env.namespace, plural, dict(body), _request_timeout=30
-    )
-    return created
+    return await asyncio.to_thread(kube.create_object, env.api, resource, env.namespace, body)
 
 
 async def try_create(env: ClusterEnvironment, resource: Resource, body: Mapping[str, Any]) -> Refusal | None:
@@ -70,38 +67,43 @@ async def try_create(env: ClusterEnvironment, resource: Resource, body: Mapping[
 
 
 async def get(env: ClusterEnvironment, resource: Resource, name: str) -> dict[str, Any] | None:
-    group, version, plural = resource
-    try:
-        found: dict[str, Any] = await asyncio.to_thread(
-            env.custom.get_namespaced_custom_object, group, version, env.namespace, plural, name, _request_timeout=30
-        )
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return found
+    """The object in the case's namespace, or None when there is none."""
+    return await asyncio.to_thread(kube.get_object, env.api, resource, env.namespace, name)
+
+
+async def dgd(env: ClusterEnvironment, name: str) -> views.DynamoGraphDeployment | None:
+    return await asyncio.to_thread(kube.get_dgd, env.api, env.namespace, name)
+
+
+async def inference_service(env: ClusterEnvironment, name: str) -> views.InferenceService | None:
+    return await asyncio.to_thread(kube.get_inference_service, env.api, env.namespace, name)
+
+
+async def pod_group(env: ClusterEnvironment, name: str) -> views.PodGroup | None:
+    return await asyncio.to_thread(kube.get_pod_group, env.api, env.namespace, name)
 
 
 async def patch(env: ClusterEnvironment, resource: Resource, name: str, body: Mapping[str, Any]) -> None:
-    group, version, plural = resource
-    await asyncio.to_thread(
-        env.custom.patch_namespaced_custom_object, group, version, env.namespace, plural, name, dict(body), _request_timeout=30
-    )
+    await asyncio.to_thread(kube.patch_object, env.api, resource, env.namespace, name, body)
+
+
+async def list_pods(env: ClusterEnvironment, selector: str = "") -> list[views.Pod]:
+    return await asyncio.to_thread(kube.list_pods, env.api, env.namespace, selector)
 
 
 async def pods(env: ClusterEnvironment, selector: str = "") -> list[dict[str, Any]]:
-    found = await asyncio.to_thread(env.core.list_namespaced_pod, env.namespace, label_selector=selector, _request_timeout=30)
-    return [env.api.sanitize_for_serialization(p) for p in found.items]
+    """``list_pods`` as plain dicts, for the TEST modules that do not read ``views.Pod`` yet (the same objects)."""
+    return cast("list[dict[str, Any]]", await list_pods(env, selector))
 
 
 async def nodes(env: ClusterEnvironment) -> dict[str, dict[str, str]]:
     """name -> labels of every node (the suite created them: ground truth of placement)."""
-    found = await asyncio.to_thread(env.core.list_node, _request_timeout=30)
-    return {n.metadata.name: dict(n.metadata.labels or {}) for n in found.items}
+    found = await asyncio.to_thread(kube.list_nodes, env.api)
+    return {n["metadata"]["name"]: dict(n["metadata"].get("labels") or {}) for n in found}
 
 
 async def cluster_topology_levels(env: ClusterEnvironment, name: str) -> list[tuple[str, str]]:
-    ct = await asyncio.to_thread(env.custom.get_cluster_custom_object, kn.CT_GROUP, kn.CT_VERSION, kn.CT_PLURAL, name, _request_timeout=30)
+    ct = await asyncio.to_thread(kube.get_cluster_topology, env.api, name)
     return [(str(level["domain"]), str(level["labelKey"])) for level in ct["spec"]["levels"]]
 
 
@@ -124,9 +126,9 @@ def fake_node(name: str, resource: str, count: int = 16) -> dict[str, Any]:
 
 async def add_node(env: ClusterEnvironment, node: dict[str, Any]) -> None:
     """Create a node for this case; it is deleted when the environment closes."""
-    await asyncio.to_thread(env.core.create_node, node)
+    await asyncio.to_thread(kube.create_node, env.api, node)
     name = node["metadata"]["name"]
-    env.cleanups.append(lambda: env.core.delete_node(name))
+    env.cleanups.append(lambda: kube.delete_node(env.api, name))
 
 
 def hold_resource(env: ClusterEnvironment) -> str:
@@ -134,12 +136,12 @@ def hold_resource(env: ClusterEnvironment) -> str:
     return f"servecert.io/{env.namespace}"
 
 
-def pod_ready(pod: Mapping[str, Any]) -> bool:
+def pod_ready(pod: PodLike) -> bool:
     conditions = (pod.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def env_value(pod: Mapping[str, Any], name: str) -> str | None:
+def env_value(pod: PodLike, name: str) -> str | None:
     for container in pod["spec"]["containers"]:
         for item in container.get("env") or []:
             if item.get("name") == name:
@@ -147,12 +149,12 @@ def env_value(pod: Mapping[str, Any], name: str) -> str | None:
     return None
 
 
-def topology_labels(pod: Mapping[str, Any]) -> dict[str, str]:
+def topology_labels(pod: PodLike) -> dict[str, str]:
     labels = (pod.get("metadata") or {}).get("labels") or {}
     return {k[len(kn.TOPOLOGY_LABEL_PREFIX) :]: v for k, v in labels.items() if k.startswith(kn.TOPOLOGY_LABEL_PREFIX)}
 
 
-def runner_files(env: ClusterEnvironment, pod: Mapping[str, Any], volume: str) -> dict[str, str] | None:
+def runner_files(env: ClusterEnvironment, pod: PodLike, volume: str) -> dict[str, str] | None:
     """The files the pod runner projected for ``volume``: what the engine process reads (None: not there)."""
     root = env.pods_dir
     if root is None:
@@ -174,7 +176,7 @@ class PodHistory:
     """
 
     env: ClusterEnvironment
-    events: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
+    events: list[tuple[float, str, views.Pod]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _resource_version: str = ""
@@ -186,38 +188,28 @@ class PodHistory:
         return self
 
     @property
-    def versions(self) -> list[dict[str, Any]]:
+    def versions(self) -> list[views.Pod]:
         """Every pod version seen, in order."""
         return [pod for _, _, pod in list(self.events)]
 
-    def _core(self) -> Any:
-        return client.CoreV1Api(self.env.api)
-
-    def _record(self, kind: str, pod: Any) -> None:
-        self.events.append((time.monotonic(), kind, self.env.api.sanitize_for_serialization(pod)))
+    def _record(self, kind: str, pod: views.Pod) -> None:
+        self.events.append((time.monotonic(), kind, pod))
 
     def _relist(self) -> None:
-        listed = self._core().list_namespaced_pod(self.env.namespace, _request_timeout=10)
-        self._resource_version = listed.metadata.resource_version or ""
-        for pod in listed.items:
+        listed, self._resource_version = kube.list_pods_at(self.env.api, self.env.namespace)
+        for pod in listed:
             self._record("LISTED", pod)
 
     def _run(self) -> None:
         deadline = waiting.Deadline(600)  # NB: a safety net: stop() ends the watch long before
         while not self._stop.is_set() and not deadline.expired:
-            w = watch.Watch()
             try:
-                for event in w.stream(
-                    self._core().list_namespaced_pod,
-                    self.env.namespace,
-                    resource_version=self._resource_version,
-                    timeout_seconds=5,
-                    _request_timeout=10,
-                ):
-                    self._resource_version = event["object"].metadata.resource_version or self._resource_version
-                    self._record(str(event["type"]), event["object"])
-                    if self._stop.is_set():
-                        break
+                with contextlib.closing(kube.watch_pods(self.env.api, self.env.namespace, self._resource_version)) as events:
+                    for kind, pod in events:
+                        self._resource_version = pod["metadata"].get("resourceVersion") or self._resource_version
+                        self._record(kind, pod)
+                        if self._stop.is_set():
+                            break
             except ApiException as exc:
                 if exc.status == 410:  # NB: the resourceVersion expired; list again (states in between are lost, said by LISTED)
                     self._relist()
@@ -225,8 +217,6 @@ class PodHistory:
                     time.sleep(0.2)
             except Exception:
                 time.sleep(0.2)
-            finally:
-                w.stop()
 
     def stop(self) -> None:
         self._stop.set()
@@ -242,13 +232,13 @@ def refusal_must_name(refusal: Refusal | None, fragments: tuple[str, ...], what:
         raise AssertionError(f"{what}: refused ({refusal.status}) but the message does not name {missing}: {refusal.message!r}")
 
 
-def pods_must_have_names(found: list[dict[str, Any]], expected: set[str], what: str) -> None:
+def pods_must_have_names(found: Sequence[PodLike], expected: set[str], what: str) -> None:
     names = {p["metadata"]["name"] for p in found}
     if names != expected:
         raise AssertionError(f"{what}: pods {sorted(names)}; expected exactly {sorted(expected)}")
 
 
-def pod_must_carry(pod: Mapping[str, Any], kind: str, expected: Mapping[str, str], what: str) -> None:
+def pod_must_carry(pod: PodLike, kind: Literal["labels", "annotations"], expected: Mapping[str, str], what: str) -> None:
     actual = (pod.get("metadata") or {}).get(kind) or {}
     wrong = {k: (actual.get(k), v) for k, v in expected.items() if actual.get(k) != v}
     if wrong:

@@ -249,10 +249,8 @@ async def wait_for_replicas(
 
 async def pod_group_says(env: ClusterEnvironment) -> str:
     """The namespace's PodGroups' phase and last condition, for failure messages."""
-    group, version, plural = kc.PODGROUP
-    found = await asyncio.to_thread(env.custom.list_namespaced_custom_object, group, version, env.namespace, plural, _request_timeout=30)
     said = []
-    for group in found.get("items") or []:
+    for group in await asyncio.to_thread(kube.list_pod_groups, env.api, env.namespace):
         status = group.get("status") or {}
         last = (status.get("conditions") or [{}])[-1]
         said.append(f"PodGroup {group['metadata']['name']} {status.get('phase')}: {last.get('message') or last.get('reason') or ''}")
@@ -275,7 +273,7 @@ async def all_whole(ctx: TestContext, history: kc.PodHistory, all_groups: Groups
 
 async def pods_must_exist(env: ClusterEnvironment, names: frozenset[str] | set[str], timeout_s: float, what: str) -> None:
     async def present() -> bool:
-        return set(names) <= {p["metadata"]["name"] for p in await kc.pods(env)}
+        return set(names) <= {p["metadata"]["name"] for p in await kc.list_pods(env)}
 
     await kc.wait_for(present, timeout_s, f"{what}: pods {sorted(names)} to exist")
 

@@ -26,7 +26,7 @@ from kubernetes.client.rest import ApiException
 
 from conformance.tests.gang_scheduling import _checks as gc
 from conformance.utils import kube as kc
-from fixtures.cluster import hypernodes
+from fixtures.cluster import hypernodes, kube
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import waiting
 
@@ -131,8 +131,8 @@ async def install(env: ClusterEnvironment, installed: Installed, *, ready_s: flo
 
 async def create_hypernode(env: ClusterEnvironment, obj: Mapping[str, Any]) -> None:
     name = obj["metadata"]["name"]
-    await asyncio.to_thread(env.custom.create_cluster_custom_object, HN_GROUP, HN_VERSION, HN_PLURAL, dict(obj), _request_timeout=30)
-    env.cleanups.append(lambda: env.custom.delete_cluster_custom_object(HN_GROUP, HN_VERSION, HN_PLURAL, name))
+    await asyncio.to_thread(kube.create_cluster_object, env.api, kube.HYPERNODE, obj)
+    env.cleanups.append(lambda: kube.delete_cluster_object(env.api, kube.HYPERNODE, name))
 
 
 async def try_create_hypernode(env: ClusterEnvironment, obj: Mapping[str, Any]) -> kc.Refusal | None:
@@ -166,13 +166,13 @@ async def gang(env: ClusterEnvironment, name: str, pods: int, scheduler: str, mo
             "metadata": {"name": pod, "labels": {"servecert.io/gang": name}, "annotations": {"scheduling.k8s.io/group-name": name}},
             "spec": gc.place(spec, env),
         }
-        await asyncio.to_thread(env.core.create_namespaced_pod, env.namespace, body, _request_timeout=30)
+        await asyncio.to_thread(kube.create_pod, env.api, env.namespace, body)
     return names
 
 
 async def placement(env: ClusterEnvironment, gang_name: str) -> dict[str, str]:
     """pod -> node ('' when unbound) for the gang's pods."""
-    found = await kc.pods(env, f"servecert.io/gang={gang_name}")
+    found = await kc.list_pods(env, f"servecert.io/gang={gang_name}")
     return {p["metadata"]["name"]: (p.get("spec") or {}).get("nodeName") or "" for p in found}
 
 
@@ -202,12 +202,8 @@ async def none_bound_for(env: ClusterEnvironment, gang_name: str, seconds: float
 
 async def remove_gang(env: ClusterEnvironment, gang_name: str, timeout_s: float) -> None:
     """Delete the gang's pods and PodGroup and wait until the pods are gone (their room is free again)."""
-    await asyncio.to_thread(
-        env.core.delete_collection_namespaced_pod, env.namespace, label_selector=f"servecert.io/gang={gang_name}", grace_period_seconds=0
-    )
-    await asyncio.to_thread(
-        env.custom.delete_namespaced_custom_object, kc.PODGROUP[0], kc.PODGROUP[1], env.namespace, kc.PODGROUP[2], gang_name
-    )
+    await asyncio.to_thread(kube.delete_pods, env.api, env.namespace, f"servecert.io/gang={gang_name}", grace_period_seconds=0)
+    await asyncio.to_thread(kube.delete_object, env.api, kc.PODGROUP, env.namespace, gang_name)
 
     async def gone() -> bool:
         return not await placement(env, gang_name)

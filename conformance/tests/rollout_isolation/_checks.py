@@ -35,12 +35,13 @@ from conformance.utils import kube as kc
 from fakes import groundtruth
 from fakes.pod_runner.runner import groundtruth_dir
 from fixtures import traffic
+from fixtures.cluster import kube, views
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import kube_names as kn
 from protocol import waiting
 
 
-def read_ground_truth(env: ClusterEnvironment, pods: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+def read_ground_truth(env: ClusterEnvironment, pods: Mapping[str, views.Pod]) -> list[tuple[str, dict[str, Any]]]:
     """Every record of every engine pod of the namespace the suite saw, from the files that outlive the pods."""
     if env.pods_dir is None:
         raise AssertionError("this cluster has no pod runner: the engines' ground truth cannot be read")
@@ -58,15 +59,15 @@ def read_ground_truth(env: ClusterEnvironment, pods: Mapping[str, Mapping[str, A
 
 async def address(env: ClusterEnvironment, name: str, timeout_s: float) -> str:
     async def probe() -> str | None:
-        found = await kc.get(env, kc.DGD, name)
-        return ((found or {}).get("status") or {}).get("address")
+        found = await kc.dgd(env, name)
+        return (found.get("status") or {}).get("address") if found else None
 
     return str(await kc.wait_for(probe, timeout_s, f"status.address of DGD {name}"))
 
 
 async def versions_running(env: ClusterEnvironment, scenario: Scenario, new: bool) -> bool:
     """Only pods of one version of the changed kinds, every target Ready."""
-    pods = [p for p in await kc.pods(env) if ctype(p) and not p["metadata"].get("deletionTimestamp")]
+    pods = [p for p in await kc.list_pods(env) if ctype(p) and not p["metadata"].get("deletionTimestamp")]
     wanted = {**TARGETS, "frontend": 1}
     counts = Counter(ctype(p) for p in pods if serving(p) and scenario.version(p) in (None, new))
     others = [p for p in pods if scenario.version(p) not in (None, new)]
@@ -181,34 +182,34 @@ async def run_in(
 
 async def _rollout_events(env: ClusterEnvironment, name: str) -> list[tuple[float, str]]:
     """The implementation's own account of its steps (Events on the DGD): reported, never judged."""
-    found = await asyncio.to_thread(env.core.list_namespaced_event, env.namespace, _request_timeout=30)
-    mine = [e for e in found.items if e.involved_object.name == name and e.involved_object.kind == kn.DGD_KIND]
-    timed = sorted(((_event_time(e), int(e.metadata.resource_version or 0), e) for e in mine), key=lambda item: item[:2])
-    return [(t.timestamp(), f"{t:%H:%M:%S.%f}"[:-3] + f" {e.reason}: {e.message}") for t, _, e in timed]
+    found = await asyncio.to_thread(kube.list_events, env.api, env.namespace)
+    mine = [e for e in found if e["involvedObject"].get("name") == name and e["involvedObject"].get("kind") == kn.DGD_KIND]
+    timed = sorted(((_event_time(e), int(e["metadata"].get("resourceVersion") or 0), e) for e in mine), key=lambda item: item[:2])
+    return [(t.timestamp(), f"{t:%H:%M:%S.%f}"[:-3] + f" {e.get('reason')}: {e.get('message')}") for t, _, e in timed]
 
 
-def _event_time(event: Any) -> datetime.datetime:
-    """The Event's own microsecond time when it has one, else its creation (whole seconds; resourceVersion orders ties)."""
-    moment: datetime.datetime = event.event_time or event.metadata.creation_timestamp
-    return moment
+def _event_time(event: views.Event) -> datetime.datetime:
+    """The Event's own microsecond time when it has one, else its creation (whole seconds; resourceVersion orders ties).
+
+    NB: the facade's dicts carry times as the client's ``isoformat()``, which ``fromisoformat`` reads back exactly.
+    """
+    return datetime.datetime.fromisoformat(event.get("eventTime") or event["metadata"]["creationTimestamp"])
 
 
 async def _stale_metadata(env: ClusterEnvironment, timeline: Timeline) -> list[str]:
     """WorkerMetadata naming a pod that no longer exists (the fakes withdraw theirs when they stop)."""
-    found = await asyncio.to_thread(
-        env.custom.list_namespaced_custom_object, kn.WM_GROUP, kn.WM_VERSION, env.namespace, kn.WM_PLURAL, _request_timeout=30
-    )
+    found = await asyncio.to_thread(kube.list_worker_metadata, env.api, env.namespace)
     final = timeline.moments[-1][1] if timeline.moments else {}
-    return sorted(str(i["metadata"]["name"]) for i in found.get("items", []) if (i.get("spec") or {}).get("podName") not in final)
+    return sorted(str(i["metadata"]["name"]) for i in found if (i.get("spec") or {}).get("podName") not in final)
 
 
 async def _some_new_ready(env: ClusterEnvironment, scenario: Scenario) -> bool:
-    return any(ctype(p) and scenario.is_new(p) and serving(p) for p in await kc.pods(env))
+    return any(ctype(p) and scenario.is_new(p) and serving(p) for p in await kc.list_pods(env))
 
 
 async def serving_pods(env: ClusterEnvironment) -> dict[str, bool]:
     """Name -> terminating? for every pod of the suite's images."""
-    return {p["metadata"]["name"]: bool(p["metadata"].get("deletionTimestamp")) for p in await kc.pods(env) if ctype(p)}
+    return {p["metadata"]["name"]: bool(p["metadata"].get("deletionTimestamp")) for p in await kc.list_pods(env) if ctype(p)}
 
 
 async def until_pods_ready(env: ClusterEnvironment, bound_s: float) -> float:
@@ -220,7 +221,7 @@ async def until_pods_ready(env: ClusterEnvironment, bound_s: float) -> float:
     waited = waiting.Deadline(bound_s)
 
     async def all_ready() -> bool:
-        pods = [p for p in await kc.pods(env) if ctype(p) and not p["metadata"].get("deletionTimestamp")]
+        pods = [p for p in await kc.list_pods(env) if ctype(p) and not p["metadata"].get("deletionTimestamp")]
         return all(kc.pod_ready(p) for p in pods)
 
     with contextlib.suppress(waiting.WaitTimeout):  # NB: not a failure: the bound only caps the wait
