@@ -11,10 +11,11 @@ Each error names the field and the reason, and what to do.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
 from reference_impl.operator.behaviour import REFERENCE, Behaviour
+from reference_impl.operator.views import DGDComponent, DGDSpec, DynamoGraphDeployment, InferenceService, KvCacheTransferTopology, Role
 
 FRONTEND = "frontend"
 COMPONENT_TYPES = ("frontend", "prefill", "decode", "worker")
@@ -30,31 +31,32 @@ class TopologyLookup(Protocol):
         ...
 
 
-def dgd_errors(dgd: Mapping[str, Any], lookup: TopologyLookup, behaviour: Behaviour = REFERENCE) -> list[str]:
+def dgd_errors(dgd: DynamoGraphDeployment, lookup: TopologyLookup, behaviour: Behaviour = REFERENCE) -> list[str]:
     spec = dgd.get("spec") or {}
-    components: Sequence[Mapping[str, Any]] = spec.get("components") or []
+    components: Sequence[DGDComponent] = spec.get("components") or []
     errors: list[str] = []
-    with_topology: list[tuple[int, Mapping[str, Any]]] = []
+    with_topology: list[tuple[int, KvCacheTransferTopology]] = []
     for index, component in enumerate(components):
         ctype = component.get("type")
         field = f"spec.components[{index}]"
         if ctype not in COMPONENT_TYPES:
             errors.append(f"{field}.type: {ctype!r} is not one of {', '.join(COMPONENT_TYPES)}")
-        if component.get("kvCacheTransferTopology") is not None:
+        topology = component.get("kvCacheTransferTopology")
+        if topology is not None:
             if ctype != FRONTEND:
                 errors.append(
                     f"{field}.kvCacheTransferTopology: only valid on components of type frontend, not {ctype!r}; "
                     "move it to the frontend component"
                 )
             else:
-                with_topology.append((index, component["kvCacheTransferTopology"]))
+                with_topology.append((index, topology))
     if with_topology:
         errors += _topology_errors(spec, with_topology, lookup, behaviour)
     return errors
 
 
 def _topology_errors(
-    spec: Mapping[str, Any], entries: list[tuple[int, Mapping[str, Any]]], lookup: TopologyLookup, behaviour: Behaviour
+    spec: DGDSpec, entries: list[tuple[int, KvCacheTransferTopology]], lookup: TopologyLookup, behaviour: Behaviour
 ) -> list[str]:
     name = (spec.get("topologyConstraint") or {}).get("clusterTopologyName")
     first = f"spec.components[{entries[0][0]}].kvCacheTransferTopology"
@@ -82,8 +84,8 @@ def _topology_errors(
     return errors
 
 
-def inference_service_errors(isvc: Mapping[str, Any]) -> list[str]:
-    roles: Sequence[Mapping[str, Any]] = (isvc.get("spec") or {}).get("roles") or []
+def inference_service_errors(isvc: InferenceService) -> list[str]:
+    roles: Sequence[Role] = (isvc.get("spec") or {}).get("roles") or []
     errors: list[str] = []
     if not roles:
         errors.append("spec.roles: at least one role is required")

@@ -34,6 +34,15 @@ from typing import Any
 
 from protocol import kube_names as kn
 from reference_impl.operator.topology_injection import CLUSTER_TOPOLOGY_ANNOTATION
+from reference_impl.operator.views import (
+    DGDComponent,
+    DynamoGraphDeployment,
+    EnvVar,
+    KubeObject,
+    KvCacheTransferTopology,
+    OwnerReference,
+    Pod,
+)
 
 FRONTEND = "frontend"
 WORKER_TYPES = frozenset({"prefill", "decode", "worker"})
@@ -75,11 +84,11 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:10]
 
 
-def _template(component: Mapping[str, Any]) -> dict[str, Any]:
+def _template(component: DGDComponent) -> dict[str, Any]:
     return {key: component.get(key) for key in TEMPLATE_KEYS}
 
 
-def revisions(dgd: Mapping[str, Any]) -> Revisions:
+def revisions(dgd: DynamoGraphDeployment) -> Revisions:
     """Replicas and rolloutStrategy are not part of a template: changing them rolls nothing."""
     workers = [_template(c) for c in components(dgd) if c.get("type") != FRONTEND]
     frontends = [_template(c) for c in components(dgd) if c.get("type") == FRONTEND]
@@ -87,7 +96,7 @@ def revisions(dgd: Mapping[str, Any]) -> Revisions:
     return Revisions(_digest([workers, topology]), _digest(frontends))
 
 
-def dynamo_namespace(dgd: Mapping[str, Any], workers_revision: str | None = None, isolate: bool = True) -> str:
+def dynamo_namespace(dgd: DynamoGraphDeployment, workers_revision: str | None = None, isolate: bool = True) -> str:
     """The dynamo namespace of one worker revision (the spec's when None); ``isolate=False``: one for all (broken)."""
     meta = dgd["metadata"]
     if not isolate:
@@ -96,12 +105,12 @@ def dynamo_namespace(dgd: Mapping[str, Any], workers_revision: str | None = None
     return f"{meta['namespace']}-{meta['name']}-{rev[:6]}"
 
 
-def pod_revisions(pod: Mapping[str, Any]) -> Revisions:
+def pod_revisions(pod: Pod) -> Revisions:
     labels = (pod.get("metadata") or {}).get("labels") or {}
     return Revisions(str(labels.get(WORKERS_REVISION_LABEL, "")), str(labels.get(FRONTEND_REVISION_LABEL, "")))
 
 
-def transfer_topology(dgd: Mapping[str, Any]) -> dict[str, Any] | None:
+def transfer_topology(dgd: DynamoGraphDeployment) -> KvCacheTransferTopology | None:
     """The first frontend's ``kvCacheTransferTopology`` (with defaults), or None."""
     for component in components(dgd):
         topo = component.get("kvCacheTransferTopology")
@@ -110,22 +119,22 @@ def transfer_topology(dgd: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def cluster_topology_name(dgd: Mapping[str, Any]) -> str | None:
+def cluster_topology_name(dgd: DynamoGraphDeployment) -> str | None:
     name = ((dgd.get("spec") or {}).get("topologyConstraint") or {}).get("clusterTopologyName")
     return str(name) if name else None
 
 
-def components(dgd: Mapping[str, Any]) -> list[dict[str, Any]]:
+def components(dgd: DynamoGraphDeployment) -> list[DGDComponent]:
     return list((dgd.get("spec") or {}).get("components") or [])
 
 
-def pod_name(dgd_name: str, component: Mapping[str, Any], revs: Revisions, index: int) -> str:
+def pod_name(dgd_name: str, component: DGDComponent, revs: Revisions, index: int) -> str:
     tag = revs.workers[:6] if component.get("type") != FRONTEND else f"{revs.workers[:6]}-{revs.frontend[:4]}"
     return f"{dgd_name}-{component['name']}-{tag}-{index}"
 
 
 def desired_pods(
-    dgd: Mapping[str, Any],
+    dgd: DynamoGraphDeployment,
     levels: Sequence[str] | None,
     images: Images = Images(),
     counts: Mapping[str, int] | None = None,
@@ -142,11 +151,11 @@ def desired_pods(
     return pods
 
 
-def replicas(component: Mapping[str, Any]) -> int:
+def replicas(component: DGDComponent) -> int:
     return int(component.get("replicas", 1))
 
 
-def proxy_pod(dgd: Mapping[str, Any], images: Images) -> dict[str, Any]:
+def proxy_pod(dgd: DynamoGraphDeployment, images: Images) -> dict[str, Any]:
     """Seed 001 4.3.3: the DGD's stable address, HAProxy with empty slots the operator fills with frontends."""
     meta = dgd["metadata"]
     container = {
@@ -169,14 +178,14 @@ def proxy_pod(dgd: Mapping[str, Any], images: Images) -> dict[str, Any]:
     }
 
 
-def owner_reference(obj: Mapping[str, Any], api_version: str, kind: str) -> dict[str, Any]:
+def owner_reference(obj: KubeObject, api_version: str, kind: str) -> OwnerReference:
     meta = obj["metadata"]
     return {"apiVersion": api_version, "kind": kind, "name": meta["name"], "uid": meta["uid"], "controller": True}
 
 
 def component_pod(
-    dgd: Mapping[str, Any],
-    component: Mapping[str, Any],
+    dgd: DynamoGraphDeployment,
+    component: DGDComponent,
     index: int,
     levels: Sequence[str] | None,
     images: Images,
@@ -237,15 +246,15 @@ def topology_volume(levels: Sequence[str]) -> dict[str, Any]:
     return {"name": kn.TOPOLOGY_VOLUME, "downwardAPI": {"items": items}}
 
 
-def _env(name: str, value: str) -> dict[str, Any]:
+def _env(name: str, value: str) -> EnvVar:
     return {"name": name, "value": str(value)}
 
 
-def _field_env(name: str, path: str) -> dict[str, Any]:
+def _field_env(name: str, path: str) -> EnvVar:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
-def _base_env(dyn_namespace: str) -> list[dict[str, Any]]:
+def _base_env(dyn_namespace: str) -> list[EnvVar]:
     return [
         _env(kn.ENV_DYN_NAMESPACE, dyn_namespace),
         _env(kn.ENV_DISCOVERY_BACKEND, kn.DISCOVERY_KUBERNETES),
@@ -255,7 +264,7 @@ def _base_env(dyn_namespace: str) -> list[dict[str, Any]]:
     ]
 
 
-def _merge_env(user: list[dict[str, Any]], ours: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _merge_env(user: list[EnvVar], ours: list[EnvVar]) -> list[EnvVar]:
     """The user's variables, then ours; ours win on a name clash (they carry the contract)."""
     taken = {item["name"] for item in ours}
     return [item for item in user if item.get("name") not in taken] + ours

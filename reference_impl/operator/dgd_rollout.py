@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,7 @@ from protocol import kube_names as kn
 from reference_impl.operator import dgd_pods, inference_service, rollout_plan
 from reference_impl.operator.behaviour import REFERENCE, Behaviour
 from reference_impl.operator.rollout_plan import Side, Situation, Step
+from reference_impl.operator.views import DynamoGraphDeployment, Pod, RolloutStatus
 from reference_impl.traffic_split import weights as weight_split
 
 SetKey = tuple[str, str]  # (workers revision, frontend revision)
@@ -66,7 +67,7 @@ class PodView:
         return (self.revisions.workers, self.revisions.frontend)
 
 
-def view(pod: Mapping[str, Any]) -> PodView:
+def view(pod: Pod) -> PodView:
     meta, status = pod["metadata"], pod.get("status") or {}
     labels = meta.get("labels") or {}
     return PodView(
@@ -92,7 +93,7 @@ class Plan:
     frontends: dict[str, PodView] = field(default_factory=dict)
     """Every live frontend pod, by name: what the proxy's slots and the drains are made of."""
     step: Step | None = None
-    status: dict[str, Any] = field(default_factory=dict)
+    status: RolloutStatus = field(default_factory=RolloutStatus)
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class Strategy:
     paused: bool = False
 
 
-def strategy(dgd: Mapping[str, Any]) -> Strategy:
+def strategy(dgd: DynamoGraphDeployment) -> Strategy:
     """spec.rolloutStrategy; a percentage is taken of the largest worker component (surge up, unavailable down)."""
     raw = (dgd.get("spec") or {}).get("rolloutStrategy") or {}
     largest = max((dgd_pods.replicas(c) for c in dgd_pods.components(dgd) if c.get("type") != dgd_pods.FRONTEND), default=1)
@@ -113,15 +114,15 @@ def strategy(dgd: Mapping[str, Any]) -> Strategy:
     return Strategy(surge, unavailable, bool(raw.get("paused", False)))
 
 
-def _count(value: Any, of: int, rounding: Any) -> int:
+def _count(value: int | str, of: int, rounding: Callable[[float], int]) -> int:
     if isinstance(value, str) and value.endswith("%"):
         return max(0, int(rounding(of * float(value[:-1]) / 100)))
     return max(0, int(value))
 
 
 def plan(
-    dgd: Mapping[str, Any],
-    pods: Sequence[Mapping[str, Any]],
+    dgd: DynamoGraphDeployment,
+    pods: Sequence[Pod],
     levels: Sequence[str] | None,
     images: dgd_pods.Images,
     behaviour: Behaviour = REFERENCE,
@@ -168,7 +169,7 @@ def _broken_as_asked(s: Situation, behaviour: Behaviour) -> Situation:
     return s
 
 
-def _targets(dgd: Mapping[str, Any], frontend: bool) -> dict[str, int]:
+def _targets(dgd: DynamoGraphDeployment, frontend: bool) -> dict[str, int]:
     """Replicas by component name, of the frontend components or of the worker components."""
     return {str(c["name"]): dgd_pods.replicas(c) for c in dgd_pods.components(dgd) if (c.get("type") == dgd_pods.FRONTEND) == frontend}
 
@@ -179,7 +180,7 @@ def _same_set(v: PodView, target: dgd_pods.Revisions) -> bool:
 
 
 def _situation(
-    dgd: Mapping[str, Any],
+    dgd: DynamoGraphDeployment,
     targets: Mapping[str, int],
     old: Sequence[PodView],
     new: Sequence[PodView],
@@ -274,7 +275,7 @@ def _shares(ready: Mapping[SetKey, int]) -> dict[SetKey, int]:
 
 
 def _status(
-    dgd: Mapping[str, Any],
+    dgd: DynamoGraphDeployment,
     target: dgd_pods.Revisions,
     out: Plan,
     old_workers: Sequence[PodView],
@@ -282,7 +283,7 @@ def _status(
     frontends: Sequence[PodView],
     target_frontends_ready: bool,
     isolate: bool,
-) -> dict[str, Any]:
+) -> RolloutStatus:
     old_namespaces = sorted({v.dynamo_namespace for v in old_workers} | {v.dynamo_namespace for v in frontends if v.name in out.drain})
     if out.step is not None:
         phase, reason = out.step.phase, out.step.reason

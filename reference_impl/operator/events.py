@@ -12,12 +12,12 @@ import datetime
 import logging
 import os
 import socket
-from collections.abc import Mapping
 from typing import Any
 
 from kubernetes.client.rest import ApiException
 
 from protocol import kube_names as kn
+from reference_impl.operator.views import KubeObject
 
 log = logging.getLogger("servecert.operator")
 SOURCE = "servecert-reference-operator"
@@ -25,7 +25,7 @@ INSTANCE = f"{socket.gethostname()}-{os.getpid()}"
 """This operator process, as an Event's reportingInstance."""
 
 
-def post(core: Any, obj: Mapping[str, Any], reason: str, message: str, kind: str = kn.DGD_KIND) -> None:
+def post(core: Any, obj: KubeObject, reason: str, message: str, kind: str = kn.DGD_KIND) -> None:
     meta = obj["metadata"]
     moment = datetime.datetime.now(datetime.UTC)
     now = moment.strftime("%Y-%m-%dT%H:%M:%SZ")

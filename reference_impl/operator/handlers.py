@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from reference_impl.operator.one_at_a_time import OneAtATime
 from reference_impl.operator.pod_triggers import PodTriggers, dgd_owner
 from reference_impl.operator.reconcile import Reconciler
 from reference_impl.operator.topology_injection import CLUSTER_TOPOLOGY_ANNOTATION
+from reference_impl.operator.views import as_dgd, as_inference_service, as_pod
 
 DGD = (kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL)
 ISVC = (kn.IS_GROUP, kn.IS_VERSION, kn.IS_PLURAL)
@@ -52,21 +53,27 @@ def build_registry(
     def login(**_: Any) -> kopf.ConnectionInfo:
         return kube_access.connection_info(kubeconfig)
 
+    def reconcile_dgd(obj: Mapping[str, Any]) -> None:
+        reconciler.reconcile_dgd(as_dgd(obj))
+
+    def reconcile_isvc(obj: Mapping[str, Any]) -> None:
+        reconciler.reconcile_inference_service(as_inference_service(obj))
+
     serial = OneAtATime()
-    _reconcile_on(registry, DGD, reconciler, reconciler.reconcile_dgd, resync_s, mine, serial)
-    _reconcile_on(registry, ISVC, reconciler, reconciler.reconcile_inference_service, resync_s, mine, serial)
+    _reconcile_on(registry, DGD, reconciler, reconcile_dgd, resync_s, mine, serial)
+    _reconcile_on(registry, ISVC, reconciler, reconcile_isvc, resync_s, mine, serial)
 
     triggers = PodTriggers()
 
     async def dgd_pod_event(body: kopf.Body, type: str | None, **_: Any) -> None:
         """A DGD's pod changed readiness, began terminating or went: reconcile its DGD now (weights follow workers)."""
-        pod = dict(body)
+        pod = as_pod(dict(body))
         owner = dgd_owner(pod)
         if owner is None or not triggers.seen(pod, type):
             return
         namespace, (name, uid) = body["metadata"]["namespace"], owner
         fetch = functools.partial(reconciler.latest, DGD, namespace, name, uid)
-        await asyncio.to_thread(serial.run_soon, (DGD, namespace, name), fetch, reconciler.reconcile_dgd)
+        await asyncio.to_thread(serial.run_soon, (DGD, namespace, name), fetch, reconcile_dgd)
 
     for label, handler_id in ((kn.DGD_NAME_LABEL, "dgd-pods"), (PROXY_LABEL, "dgd-proxy-pods")):
         kopf.on.event("", "v1", "pods", id=handler_id, labels={label: kopf.PRESENT}, when=mine, registry=registry)(dgd_pod_event)
@@ -74,15 +81,15 @@ def build_registry(
     @kopf.on.event("", "v1", "pods", annotations={CLUSTER_TOPOLOGY_ANNOTATION: kopf.PRESENT}, when=mine, registry=registry)
     def pod_event(body: kopf.Body, type: str | None, **_: Any) -> None:
         if type != "DELETED":
-            reconciler.inject_topology(dict(body))
+            reconciler.inject_topology(as_pod(dict(body)))
 
     @kopf.on.validate(*DGD, id=VALIDATE_DGD, operations=["CREATE", "UPDATE"], registry=registry)
     def validate_dgd(body: kopf.Body, **_: Any) -> None:
-        _refuse(admission.dgd_errors(dict(body), reconciler, reconciler.behaviour))
+        _refuse(admission.dgd_errors(as_dgd(dict(body)), reconciler, reconciler.behaviour))
 
     @kopf.on.validate(*ISVC, id=VALIDATE_ISVC, operations=["CREATE", "UPDATE"], registry=registry)
     def validate_isvc(body: kopf.Body, **_: Any) -> None:
-        _refuse(admission.inference_service_errors(dict(body)))
+        _refuse(admission.inference_service_errors(as_inference_service(dict(body))))
 
     return registry
 

@@ -37,6 +37,7 @@ from typing import Any
 from protocol import kube_names as kn
 from reference_impl.operator.behaviour import REFERENCE, Behaviour
 from reference_impl.operator.dgd_pods import owner_reference
+from reference_impl.operator.views import Container, InferenceService, Pod, PodGroup, Role, SubGroupPolicy, as_inference_service
 
 ROUTER = "router"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
@@ -48,23 +49,23 @@ RAY_PORT = 6379
 @dataclass(frozen=True)
 class Plan:
     pods: dict[str, dict[str, Any]]
-    pod_group: dict[str, Any] | None
+    pod_group: PodGroup | None
 
 
-def roles(isvc: Mapping[str, Any]) -> list[dict[str, Any]]:
+def roles(isvc: InferenceService) -> list[Role]:
     return list((isvc.get("spec") or {}).get("roles") or [])
 
 
-def replicas(role: Mapping[str, Any]) -> int:
+def replicas(role: Role) -> int:
     value = role.get("replicas")
     return 1 if value is None else int(value)
 
 
-def node_count(role: Mapping[str, Any]) -> int:
+def node_count(role: Role) -> int:
     return int((role.get("multinode") or {}).get("nodeCount", 1))
 
 
-def gang_scheduled(isvc: Mapping[str, Any]) -> bool:
+def gang_scheduled(isvc: InferenceService) -> bool:
     types = {role.get("componentType") for role in roles(isvc)}
     multinode = any(node_count(role) >= 2 for role in roles(isvc) if role.get("componentType") != ROUTER)
     return multinode or {"prefiller", "decoder"} <= types
@@ -74,7 +75,9 @@ def lws_name(service: str, role: str, replica: int) -> str:
     return f"{service}-{role}-{replica}"
 
 
-def plan(isvc: Mapping[str, Any], behaviour: Behaviour) -> Plan:
+def plan(obj: Mapping[str, Any], behaviour: Behaviour) -> Plan:
+    """``obj``: the InferenceService as the API returns it (benchmarks pass a seed example)."""
+    isvc = as_inference_service(obj)
     gang = gang_scheduled(isvc)
     pods: dict[str, dict[str, Any]] = {}
     tasks: dict[str, int] = {}
@@ -89,17 +92,17 @@ def plan(isvc: Mapping[str, Any], behaviour: Behaviour) -> Plan:
     return Plan(pods, pod_group(isvc, tasks) if gang else None)
 
 
-def gang_roles(isvc: Mapping[str, Any]) -> list[dict[str, Any]]:
+def gang_roles(isvc: InferenceService) -> list[Role]:
     """The roles whose pods join the gang, with at least one replica."""
     return [r for r in roles(isvc) if r.get("componentType") != ROUTER and replicas(r) > 0]
 
 
-def min_member(isvc: Mapping[str, Any]) -> int:
+def min_member(isvc: InferenceService) -> int:
     """Pods of one replica of every gang role: the smallest service that can run."""
     return sum(node_count(r) for r in gang_roles(isvc))
 
 
-def sub_group_policy(isvc: Mapping[str, Any]) -> list[dict[str, Any]]:
+def sub_group_policy(isvc: InferenceService) -> list[SubGroupPolicy]:
     """Per gang role: each replica's pods all-or-nothing, at least one replica of the role."""
     service = isvc["metadata"]["name"]
     return [
@@ -114,7 +117,7 @@ def sub_group_policy(isvc: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def pod_group(isvc: Mapping[str, Any], tasks: Mapping[str, int]) -> dict[str, Any]:
+def pod_group(isvc: InferenceService, tasks: Mapping[str, int]) -> PodGroup:
     meta = isvc["metadata"]
     return {
         "apiVersion": f"{kn.PG_GROUP}/{kn.PG_VERSION}",
@@ -130,7 +133,7 @@ def pod_group(isvc: Mapping[str, Any], tasks: Mapping[str, int]) -> dict[str, An
 
 
 def replica_pods(
-    isvc: Mapping[str, Any], role: Mapping[str, Any], replica: int, task: str | None, behaviour: Behaviour = REFERENCE
+    isvc: InferenceService, role: Role, replica: int, task: str | None, behaviour: Behaviour = REFERENCE
 ) -> list[dict[str, Any]]:
     """The leader (and workers) of one replica, as the per-replica LWS would create them."""
     service = isvc["metadata"]["name"]
@@ -144,8 +147,8 @@ def replica_pods(
 
 
 def _pod(
-    isvc: Mapping[str, Any],
-    role: Mapping[str, Any],
+    isvc: InferenceService,
+    role: Role,
     replica: int,
     task: str | None,
     name: str,
@@ -156,7 +159,8 @@ def _pod(
 ) -> dict[str, Any]:
     meta = isvc["metadata"]
     template = copy.deepcopy(role.get("template") or {})
-    spec: dict[str, Any] = dict(template.get("spec") or {})
+    template_spec = template.get("spec") or {}
+    spec: dict[str, Any] = dict(template_spec)
     tmeta = template.get("metadata") or {}
     labels = {
         **(tmeta.get("labels") or {}),
@@ -178,7 +182,7 @@ def _pod(
     elif scheduler:
         spec["schedulerName"] = scheduler
     if size >= 2:
-        spec["containers"] = _multinode_containers(spec.get("containers") or [], leader=worker == 0, lws=lws, ns=meta["namespace"])
+        spec["containers"] = _multinode_containers(template_spec.get("containers") or [], leader=worker == 0, lws=lws, ns=meta["namespace"])
         # As LWS does: a stable DNS name under the group's subdomain (its headless Service is LWS's; see docs/operator.md).
         spec["hostname"], spec["subdomain"] = name, lws
     spec.setdefault("restartPolicy", "Always")
@@ -196,11 +200,11 @@ def _pod(
     }
 
 
-def _multinode_containers(containers: Sequence[Mapping[str, Any]], *, leader: bool, lws: str, ns: str) -> list[dict[str, Any]]:
+def _multinode_containers(containers: Sequence[Container], *, leader: bool, lws: str, ns: str) -> list[Container]:
     """Seed 004: the leader starts the Ray head and the engine; workers join the Ray cluster."""
     out = []
     for index, container in enumerate(containers):
-        c = dict(container)
+        c = container.copy()
         if index == 0:
             original = (
                 [*(c.get("command") or []), *(c.get("args") or [])] if c.get("command") else ["vllm", "serve", *(c.get("args") or [])]
@@ -219,16 +223,16 @@ def _multinode_containers(containers: Sequence[Mapping[str, Any]], *, leader: bo
     return out
 
 
-def pod_ready(pod: Mapping[str, Any]) -> bool:
+def pod_ready(pod: Pod) -> bool:
     conditions = (pod.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _failed(pod: Mapping[str, Any]) -> bool:
+def _failed(pod: Pod) -> bool:
     return (pod.get("status") or {}).get("phase") == "Failed"
 
 
-def role_status(isvc: Mapping[str, Any], role: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], now: str) -> dict[str, Any]:
+def role_status(isvc: InferenceService, role: Role, pods: Sequence[Pod], now: str) -> dict[str, Any]:
     """Seed 004's ComponentStatus for one role from the pods that exist."""
     desired, size = replicas(role), node_count(role)
     wanted = {str(r) for r in range(desired)}  # NB: pods of replicas being removed do not count
@@ -263,7 +267,7 @@ def role_status(isvc: Mapping[str, Any], role: Mapping[str, Any], pods: Sequence
     }
 
 
-def status(isvc: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], now: str) -> dict[str, Any]:
+def status(isvc: InferenceService, pods: Sequence[Pod], now: str) -> dict[str, Any]:
     comps = {role["name"]: role_status(isvc, role, pods, now) for role in roles(isvc)}
     ready = all(c["phase"] == "Running" for c in comps.values())
     condition = {

@@ -13,15 +13,14 @@ created) is no change; a pod first seen Ready (after an operator restart) is one
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from protocol import kube_names as kn
 from reference_impl.operator.inference_service import pod_ready
+from reference_impl.operator.views import Pod
 
 
-def dgd_owner(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+def dgd_owner(pod: Pod) -> tuple[str, str] | None:
     """(name, uid) of the DGD that owns the pod, or None."""
     for ref in pod.get("metadata", {}).get("ownerReferences") or []:
         if ref.get("kind") == kn.DGD_KIND and ref.get("name") and ref.get("uid"):
@@ -33,7 +32,7 @@ def dgd_owner(pod: Mapping[str, Any]) -> tuple[str, str] | None:
 class PodTriggers:
     _last: dict[str, tuple[bool, bool]] = field(default_factory=dict)
 
-    def seen(self, pod: Mapping[str, Any], event_type: str | None) -> bool:
+    def seen(self, pod: Pod, event_type: str | None) -> bool:
         """True when this event changes what a reconcile of the pod's DGD would do with it."""
         meta = pod.get("metadata") or {}
         uid = str(meta.get("uid", ""))

@@ -22,6 +22,17 @@ from kubernetes.client.rest import ApiException
 from protocol import kube_names as kn
 from reference_impl.operator import dgd_pods, dgd_rollout, events, inference_service, proxy_weights, rollout_plan, topology_injection
 from reference_impl.operator.behaviour import REFERENCE, Behaviour, bound_node
+from reference_impl.operator.views import (
+    ClusterTopology,
+    DGDStatus,
+    DynamoGraphDeployment,
+    InferenceService,
+    KubeObject,
+    ObjectMeta,
+    Pod,
+    PodGroup,
+    RolloutStatus,
+)
 from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
 
 log = logging.getLogger("servecert.operator")
@@ -53,9 +64,9 @@ class Reconciler:
             raise
         return True
 
-    def cluster_topology(self, name: str) -> dict[str, Any] | None:
+    def cluster_topology(self, name: str) -> ClusterTopology | None:
         try:
-            found: dict[str, Any] = self.custom.get_cluster_custom_object(
+            found: ClusterTopology = self.custom.get_cluster_custom_object(
                 kn.CT_GROUP, kn.CT_VERSION, kn.CT_PLURAL, name, _request_timeout=TIMEOUT_S
             )
         except ApiException as exc:
@@ -64,11 +75,11 @@ class Reconciler:
             raise
         return found
 
-    def latest(self, resource: tuple[str, str, str], namespace: str, name: str, uid: str) -> dict[str, Any] | None:
+    def latest(self, resource: tuple[str, str, str], namespace: str, name: str, uid: str) -> KubeObject | None:
         """The object as the API server has it now; None once it is gone or replaced by another of the same name."""
         group, version, plural = resource
         try:
-            found: dict[str, Any] = self.custom.get_namespaced_custom_object(
+            found: KubeObject = self.custom.get_namespaced_custom_object(
                 group, version, namespace, plural, name, _request_timeout=TIMEOUT_S
             )
         except ApiException as exc:
@@ -82,19 +93,19 @@ class Reconciler:
         return None if found is None else [level.domain for level in topology_injection.levels_of(found)]
 
     # -- pods ------------------------------------------------------------------------------
-    def _owned_pods(self, namespace: str, selector: str, owner_uid: str) -> list[dict[str, Any]]:
+    def _owned_pods(self, namespace: str, selector: str, owner_uid: str) -> list[Pod]:
         pods = self.core.list_namespaced_pod(namespace, label_selector=selector, _request_timeout=TIMEOUT_S)
-        out = []
+        out: list[Pod] = []
         for pod in pods.items:
             if any(ref.uid == owner_uid for ref in pod.metadata.owner_references or []):
                 out.append(self.api.sanitize_for_serialization(pod))
         return out
 
-    def _sync_pods(self, namespace: str, desired: Mapping[str, dict[str, Any]], existing: list[dict[str, Any]]) -> None:
+    def _sync_pods(self, namespace: str, desired: Mapping[str, dict[str, Any]], existing: list[Pod]) -> None:
         have = {p["metadata"]["name"] for p in existing}
-        for name, pod in desired.items():
+        for name, manifest in desired.items():
             if name not in have:
-                self._create_pod(namespace, pod)
+                self._create_pod(namespace, manifest)
         for pod in existing:
             name = pod["metadata"]["name"]
             if name not in desired and not pod["metadata"].get("deletionTimestamp"):
@@ -121,7 +132,7 @@ class Reconciler:
                 raise
 
     # -- DynamoGraphDeployment -------------------------------------------------------------
-    def reconcile_dgd(self, dgd: Mapping[str, Any]) -> None:
+    def reconcile_dgd(self, dgd: DynamoGraphDeployment) -> None:
         """Pods of the spec's revision, a rollout step when others exist, the proxy's weights, status (``dgd_rollout``)."""
         meta = dgd["metadata"]
         if meta.get("deletionTimestamp"):
@@ -138,8 +149,8 @@ class Reconciler:
         plan = dgd_rollout.plan(dgd, existing, levels, self.images, self.behaviour)
         # NB: weights first: they already leave out the workers this step deletes, so no frontend keeps traffic for them.
         proxy_note = self._sync_proxy(dgd, proxy, plan)
-        for pod in plan.create:
-            self._create_pod(meta["namespace"], pod)
+        for manifest in plan.create:
+            self._create_pod(meta["namespace"], manifest)
         for name in plan.delete:
             log.info("deleting pod %s/%s: %s", meta["namespace"], name, plan.status["reason"])
             self._ignore(404, self.core.delete_namespaced_pod, name, meta["namespace"])
@@ -150,7 +161,7 @@ class Reconciler:
         self._record_step(dgd, status)
         self._patch_status(kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL, meta, status)
 
-    def _sync_proxy(self, dgd: Mapping[str, Any], proxy: Mapping[str, Any] | None, plan: dgd_rollout.Plan) -> str:
+    def _sync_proxy(self, dgd: DynamoGraphDeployment, proxy: Pod | None, plan: dgd_rollout.Plan) -> str:
         """Weights and drains through HAProxy's runtime API, then deletes the drained frontends. Returns a note.
 
         A frontend is deleted as soon as the proxy sends it nothing new, as a Deployment ends the old
@@ -159,7 +170,7 @@ class Reconciler:
         leave a frontend that looks Ready but gets no traffic. Nothing is deleted when the proxy did
         not take the drain.
         """
-        ip = ((proxy or {}).get("status") or {}).get("podIP")
+        ip = _pod_ip(proxy)
         if proxy is None or not ip or not inference_service.pod_ready(proxy):
             return "the traffic proxy is not ready yet"
         views = plan.frontends
@@ -176,7 +187,7 @@ class Reconciler:
             self._ignore(404, self.core.delete_namespaced_pod, name, ns)
         return WEIGHTS_APPLIED
 
-    def _record_step(self, dgd: Mapping[str, Any], status: dict[str, Any]) -> None:
+    def _record_step(self, dgd: DynamoGraphDeployment, status: DGDStatus) -> None:
         """An Event per rollout step: whenever phase, counts, weights or draining frontends differ from the last status."""
         rollout = status["rollout"]
         previous = (dgd.get("status") or {}).get("rollout") or {}
@@ -188,7 +199,7 @@ class Reconciler:
         )
         events.post(self.core, dgd, "RolloutStep", message[:1000])
 
-    def _dgd_levels(self, dgd: Mapping[str, Any]) -> list[str] | None:
+    def _dgd_levels(self, dgd: DynamoGraphDeployment) -> list[str] | None:
         if dgd_pods.transfer_topology(dgd) is None:
             return None
         name = dgd_pods.cluster_topology_name(dgd)
@@ -198,11 +209,9 @@ class Reconciler:
         return domains
 
     @staticmethod
-    def _dgd_status(
-        dgd: Mapping[str, Any], pods: list[dict[str, Any]], plan: dgd_rollout.Plan, proxy: Mapping[str, Any] | None, proxy_note: str
-    ) -> dict[str, Any]:
+    def _dgd_status(dgd: DynamoGraphDeployment, pods: list[Pod], plan: dgd_rollout.Plan, proxy: Pod | None, proxy_note: str) -> DGDStatus:
         target = dgd_pods.revisions(dgd)
-        components: dict[str, Any] = {}
+        components: dict[str, dict[str, int]] = {}
         for component in dgd_pods.components(dgd):
             mine = [p for p in pods if p["metadata"]["labels"].get(kn.COMPONENT_LABEL) == component["name"]]
             current = [p for p in mine if dgd_pods.pod_revisions(p).workers == target.workers]
@@ -211,7 +220,7 @@ class Reconciler:
         all_ready = all(c["readyReplicas"] >= c["replicas"] for c in components.values())
         # NB: Ready means the DGD's address serves: ready pods behind a proxy that routes to none of them do not.
         routing = proxy_note == WEIGHTS_APPLIED and any(w > 0 for w in plan.weights.values())
-        rollout = {**plan.status, "proxy": proxy_note}
+        rollout: RolloutStatus = {**plan.status, "proxy": proxy_note}
         phase = rollout["phase"]
         reason = "ComponentsReady" if all_ready and routing else "ProxyNotRouting" if all_ready else "Progressing"
         ready_condition = {"type": "Ready", "status": "True" if all_ready and routing else "False", "reason": reason}
@@ -221,8 +230,8 @@ class Reconciler:
             "reason": phase,
             "message": rollout["reason"],
         }
-        ip = ((proxy or {}).get("status") or {}).get("podIP")
-        status = {
+        ip = _pod_ip(proxy)
+        status: DGDStatus = {
             "observedGeneration": dgd["metadata"].get("generation", 1),
             "components": components,
             "conditions": [ready_condition, progressing],
@@ -233,7 +242,7 @@ class Reconciler:
         return status
 
     # -- InferenceService ------------------------------------------------------------------
-    def reconcile_inference_service(self, isvc: Mapping[str, Any]) -> None:
+    def reconcile_inference_service(self, isvc: InferenceService) -> None:
         meta = isvc["metadata"]
         if meta.get("deletionTimestamp"):
             return
@@ -247,10 +256,10 @@ class Reconciler:
             existing = [_as_ready(p) for p in existing]
         self._patch_status(kn.IS_GROUP, kn.IS_VERSION, kn.IS_PLURAL, meta, inference_service.status(isvc, existing, now))
 
-    def _sync_pod_group(self, group: dict[str, Any]) -> None:
+    def _sync_pod_group(self, group: PodGroup) -> None:
         ns, name = group["metadata"]["namespace"], group["metadata"]["name"]
         try:
-            current = self.custom.get_namespaced_custom_object(
+            current: PodGroup = self.custom.get_namespaced_custom_object(
                 kn.PG_GROUP, kn.PG_VERSION, ns, kn.PG_PLURAL, name, _request_timeout=TIMEOUT_S
             )
         except ApiException as exc:
@@ -268,7 +277,7 @@ class Reconciler:
             )
 
     # -- topology injection ----------------------------------------------------------------
-    def inject_topology(self, pod: Mapping[str, Any]) -> None:
+    def inject_topology(self, pod: Pod) -> None:
         topology_name = topology_injection.wants_injection(pod)
         bound = (pod.get("spec") or {}).get("nodeName") or ""
         if topology_name is None or (not bound and not self.behaviour.inject_before_binding):
@@ -293,7 +302,7 @@ class Reconciler:
             )
 
     # -- status ----------------------------------------------------------------------------
-    def _patch_status(self, group: str, version: str, plural: str, meta: Mapping[str, Any], status: dict[str, Any]) -> None:
+    def _patch_status(self, group: str, version: str, plural: str, meta: ObjectMeta, status: Mapping[str, Any]) -> None:
         self._ignore(
             404,
             self.custom.patch_namespaced_custom_object_status,
@@ -306,12 +315,16 @@ class Reconciler:
         )
 
 
-def _as_ready(pod: dict[str, Any]) -> dict[str, Any]:
+def _pod_ip(pod: Pod | None) -> str | None:
+    return (pod.get("status") or {}).get("podIP") if pod else None
+
+
+def _as_ready(pod: Pod) -> Pod:
     """What an optimistic status believes: every pod that exists is Ready (the broken variant)."""
     return {**pod, "status": {**(pod.get("status") or {}), "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def _shared_frontend_status(dgd: Mapping[str, Any]) -> dict[str, Any]:
+def _shared_frontend_status(dgd: DynamoGraphDeployment) -> DGDStatus:
     """Seed 001 4.2 decides: no shared frontend. A DGD of workers only is refused, and says why."""
     condition = {
         "type": "Ready",

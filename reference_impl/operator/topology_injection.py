@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from protocol.kube_names import TOPOLOGY_LABEL_PREFIX
+from reference_impl.operator.views import ClusterTopology, Pod
 
 CLUSTER_TOPOLOGY_ANNOTATION = "servecert.io/cluster-topology"
 
@@ -25,7 +25,7 @@ class Level:
     label_key: str
 
 
-def levels_of(cluster_topology: Mapping[str, Any]) -> list[Level]:
+def levels_of(cluster_topology: ClusterTopology) -> list[Level]:
     """The ordered levels of a ClusterTopology object (broadest first)."""
     raw = (cluster_topology.get("spec") or {}).get("levels") or []
     return [Level(str(item["domain"]), str(item["labelKey"])) for item in raw]
@@ -42,13 +42,13 @@ def missing_labels(pod_labels: Mapping[str, str], domains: Mapping[str, str]) ->
     return {key: value for key, value in wanted.items() if pod_labels.get(key) != value}
 
 
-def labelled_domains(pod: Mapping[str, Any]) -> dict[str, str]:
+def labelled_domains(pod: Pod) -> dict[str, str]:
     """domain -> value of the ``grove.io/topology.<domain>`` labels the pod carries."""
     labels = (pod.get("metadata") or {}).get("labels") or {}
     return {k[len(TOPOLOGY_LABEL_PREFIX) :]: v for k, v in labels.items() if k.startswith(TOPOLOGY_LABEL_PREFIX)}
 
 
-def wants_injection(pod: Mapping[str, Any]) -> str | None:
+def wants_injection(pod: Pod) -> str | None:
     """The ClusterTopology name when the pod asks for topology labels, else None."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     name = annotations.get(CLUSTER_TOPOLOGY_ANNOTATION)
