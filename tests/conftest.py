@@ -16,8 +16,8 @@ from fakes.engine import EngineConfig
 from fakes.host import EngineHost
 from protocol import waiting
 
-# NB: pytester drives inner pytest sessions in tests/suite; pytest accepts pytest_plugins only in
-# the top-level conftest (a tests/suite/conftest.py would break a plain `pytest` run).
+# NB: pytester drives inner pytest sessions in tests/conformance/suite; pytest accepts pytest_plugins only in
+# the top-level conftest (a tests/conformance/suite/conftest.py would break a plain `pytest` run).
 pytest_plugins = ["pytester"]
 
 PROCESS_START_SECONDS = 30.0

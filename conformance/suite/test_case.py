@@ -59,7 +59,7 @@ class Case:
 class SeedRef:
     """Where a test's rule is written: the seed, its section (heading as written), a verbatim quote.
 
-    ``quote`` is one line of the seed, copied exactly, so ``tests/suite/test_seed_citations.py``
+    ``quote`` is one line of the seed, copied exactly, so ``tests/conformance/suite/test_seed_citations.py``
     can find it in the seed's text; ``note`` says when the suite adds to what the seed states.
     """
 

@@ -1,6 +1,6 @@
-"""Certify runs of the cluster profiles join the session's one embedded cluster (tests/cluster's fixture).
+"""Certify runs of the cluster profiles join the session's one embedded cluster (tests/fixtures/cluster's fixture).
 
-The binaries are built (or found cached) before any test's timeout starts, by tests/cluster's hook.
+The binaries are built (or found cached) before any test's timeout starts, by tests/fixtures/cluster's hook.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from fixtures.cluster.pytest_fixture import cluster
-from tests.cluster import conftest as cluster_conftest
+from tests.fixtures.cluster import conftest as cluster_conftest
 
 __all__ = ["cluster"]
 

@@ -34,7 +34,7 @@ class FakeApi:
 
     def _call(self, name: str, **kwargs: Any) -> None:
         self.calls.append((name, kwargs))
-        assert 0 < kwargs["_request_timeout"] <= 3.0, "every call is bounded"
+        assert 0 < kwargs["request_timeout"] <= 3.0, "every call is bounded"
         if self.failures:
             raise self.failures.pop(0)
 
@@ -48,27 +48,27 @@ class FakeApi:
 
     def create_namespaced_custom_object(self, *where: Any, _request_timeout: float) -> dict[str, Any]:
         *path, body = where
-        self._call("create", where=tuple(path), _request_timeout=_request_timeout)
+        self._call("create", where=tuple(path), request_timeout=_request_timeout)
         if body["metadata"]["name"] in self.objects:
             raise ApiException(status=409, reason="Conflict")
         return self._stored(body)
 
     def get_namespaced_custom_object(self, *where: str, _request_timeout: float) -> dict[str, Any]:
-        self._call("get", where=where, _request_timeout=_request_timeout)
+        self._call("get", where=where, request_timeout=_request_timeout)
         if where[-1] not in self.objects:
             raise ApiException(status=404, reason="Not Found")
         return self.objects[where[-1]]
 
     def replace_namespaced_custom_object(self, *where: Any, _request_timeout: float) -> dict[str, Any]:
         *path, name, body = where
-        self._call("replace", where=(*path, name), body=body, _request_timeout=_request_timeout)
+        self._call("replace", where=(*path, name), body=body, request_timeout=_request_timeout)
         current = self.objects[name]
         if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
             raise ApiException(status=409, reason="Conflict")
         return self._stored(body, uid=current["metadata"]["uid"])
 
     def delete_namespaced_custom_object(self, *where: str, body: dict[str, Any], _request_timeout: float) -> None:
-        self._call("delete", where=where, body=body, _request_timeout=_request_timeout)
+        self._call("delete", where=where, body=body, request_timeout=_request_timeout)
         current = self.objects.get(where[-1])
         if current is None:
             raise ApiException(status=404, reason="Not Found")
@@ -77,7 +77,7 @@ class FakeApi:
         del self.objects[where[-1]]
 
     def read_namespaced_pod(self, name: str, namespace: str, _request_timeout: float) -> Any:
-        self._call("read_pod", where=(namespace, name), _request_timeout=_request_timeout)
+        self._call("read_pod", where=(namespace, name), request_timeout=_request_timeout)
         return SimpleNamespace(metadata=SimpleNamespace(uid=f"looked-up-{name}"))
 
 

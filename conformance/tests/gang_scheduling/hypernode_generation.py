@@ -11,7 +11,7 @@ Seed 002's admission rules: a member selector with neither exactMatch nor regexM
 both, is refused by the cluster (on the embedded cluster: Volcano's own CRD validation rules,
 enforced by the API server). The third rule — a regexMatch pattern must be a valid Go regular
 expression — is Volcano's webhook's, which the embedded cluster does not run; the suite's
-generator checks it (tests/cluster), not this test.
+generator checks it (tests/fixtures/cluster), not this test.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Tests of the helpers of conformance/tests/planner_scaling/ (its run checks)."""

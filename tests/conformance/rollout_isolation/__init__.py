@@ -1,0 +1,1 @@
+"""Tests of the helpers of conformance/tests/rollout_isolation/ (its rule verdict)."""

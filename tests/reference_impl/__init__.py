@@ -1,0 +1,1 @@
+"""Tests of reference_impl/: the reference frontend, operator, planner and traffic split."""

@@ -1,0 +1,1 @@
+"""Tests of reference_impl/frontend/: the reference frontend, its router, discovery and drain."""

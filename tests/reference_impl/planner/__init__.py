@@ -1,0 +1,1 @@
+"""Tests of reference_impl/planner/: its scaling rules, models and connectors."""

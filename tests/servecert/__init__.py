@@ -1,0 +1,1 @@
+"""Tests of servecert/: the command above everything (its generated docs)."""
