@@ -2,7 +2,7 @@
 
 Every call goes through the harness's Kubernetes facade (``fixtures.cluster.kube``, each request
 bounded there) with the suite's admin client, in a thread (``asyncio.to_thread``); what comes back
-is named by the typed views of ``fixtures.cluster.views``. Every wait is bounded by a timeout from
+is named by the typed views of ``protocol.kube_objects``. Every wait is bounded by a timeout from
 ``Timeouts`` and names what it waited for. ``PodHistory`` records every version of every pod in
 the case's namespace from before the resource is applied (a watch of the suite's own), so a check
 can assert what was never true — a topology label on a pod not yet bound — rather than trust the
@@ -24,14 +24,14 @@ from typing import Any, Literal, cast
 from kubernetes.client.rest import ApiException
 
 from conformance.suite.test_case import TestContext
-from fixtures.cluster import kube, topology, views
+from fixtures.cluster import kube, topology
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import kube_names as kn
-from protocol import waiting
+from protocol import kube_objects, waiting
 
 Resource = kube.Resource
 DGD, ISVC, PODGROUP = kube.DGD, kube.ISVC, kube.PODGROUP
-PodLike = views.Pod | Mapping[str, Any]
+PodLike = kube_objects.Pod | Mapping[str, Any]
 """A pod: a view, or the plain mapping a TEST module still reads (``pods``); the helpers' reads are checked against the view."""
 
 
@@ -71,15 +71,15 @@ async def get(env: ClusterEnvironment, resource: Resource, name: str) -> dict[st
     return await asyncio.to_thread(kube.get_object, env.api, resource, env.namespace, name)
 
 
-async def dgd(env: ClusterEnvironment, name: str) -> views.DynamoGraphDeployment | None:
+async def dgd(env: ClusterEnvironment, name: str) -> kube_objects.DynamoGraphDeployment | None:
     return await asyncio.to_thread(kube.get_dgd, env.api, env.namespace, name)
 
 
-async def inference_service(env: ClusterEnvironment, name: str) -> views.InferenceService | None:
+async def inference_service(env: ClusterEnvironment, name: str) -> kube_objects.InferenceService | None:
     return await asyncio.to_thread(kube.get_inference_service, env.api, env.namespace, name)
 
 
-async def pod_group(env: ClusterEnvironment, name: str) -> views.PodGroup | None:
+async def pod_group(env: ClusterEnvironment, name: str) -> kube_objects.PodGroup | None:
     return await asyncio.to_thread(kube.get_pod_group, env.api, env.namespace, name)
 
 
@@ -87,12 +87,12 @@ async def patch(env: ClusterEnvironment, resource: Resource, name: str, body: Ma
     await asyncio.to_thread(kube.patch_object, env.api, resource, env.namespace, name, body)
 
 
-async def list_pods(env: ClusterEnvironment, selector: str = "") -> list[views.Pod]:
+async def list_pods(env: ClusterEnvironment, selector: str = "") -> list[kube_objects.Pod]:
     return await asyncio.to_thread(kube.list_pods, env.api, env.namespace, selector)
 
 
 async def pods(env: ClusterEnvironment, selector: str = "") -> list[dict[str, Any]]:
-    """``list_pods`` as plain dicts, for the TEST modules that do not read ``views.Pod`` yet (the same objects)."""
+    """``list_pods`` as plain dicts, for the TEST modules that do not read ``kube_objects.Pod`` yet (the same objects)."""
     return cast("list[dict[str, Any]]", await list_pods(env, selector))
 
 
@@ -176,7 +176,7 @@ class PodHistory:
     """
 
     env: ClusterEnvironment
-    events: list[tuple[float, str, views.Pod]] = field(default_factory=list)
+    events: list[tuple[float, str, kube_objects.Pod]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _resource_version: str = ""
@@ -188,11 +188,11 @@ class PodHistory:
         return self
 
     @property
-    def versions(self) -> list[views.Pod]:
+    def versions(self) -> list[kube_objects.Pod]:
         """Every pod version seen, in order."""
         return [pod for _, _, pod in list(self.events)]
 
-    def _record(self, kind: str, pod: views.Pod) -> None:
+    def _record(self, kind: str, pod: kube_objects.Pod) -> None:
         self.events.append((time.monotonic(), kind, pod))
 
     def _relist(self) -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from protocol.kube_objects import DGDComponent, DGDSpec, DynamoGraphDeployment, InferenceService, KvCacheTransferTopology, Role
 from reference_impl.operator.behaviour import REFERENCE, Behaviour
-from reference_impl.operator.views import DGDComponent, DGDSpec, DynamoGraphDeployment, InferenceService, KvCacheTransferTopology, Role
 
 FRONTEND = "frontend"
 COMPONENT_TYPES = ("frontend", "prefill", "decode", "worker")

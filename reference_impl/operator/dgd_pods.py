@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol import kube_names as kn
-from reference_impl.operator.topology_injection import CLUSTER_TOPOLOGY_ANNOTATION
-from reference_impl.operator.views import (
+from protocol.kube_objects import (
     DGDComponent,
     DynamoGraphDeployment,
     EnvVar,
@@ -43,6 +42,7 @@ from reference_impl.operator.views import (
     OwnerReference,
     Pod,
 )
+from reference_impl.operator.topology_injection import CLUSTER_TOPOLOGY_ANNOTATION
 
 FRONTEND = "frontend"
 WORKER_TYPES = frozenset({"prefill", "decode", "worker"})

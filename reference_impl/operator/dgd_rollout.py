@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import kube_names as kn
+from protocol.kube_objects import DynamoGraphDeployment, Pod, RolloutStatus
 from reference_impl.operator import dgd_pods, inference_service, rollout_plan
 from reference_impl.operator.behaviour import REFERENCE, Behaviour
 from reference_impl.operator.rollout_plan import Side, Situation, Step
-from reference_impl.operator.views import DynamoGraphDeployment, Pod, RolloutStatus
 from reference_impl.traffic_split import weights as weight_split
 
 SetKey = tuple[str, str]  # (workers revision, frontend revision)

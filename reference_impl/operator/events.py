@@ -17,7 +17,7 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 
 from protocol import kube_names as kn
-from reference_impl.operator.views import KubeObject
+from protocol.kube_objects import KubeObject
 
 log = logging.getLogger("servecert.operator")
 SOURCE = "servecert-reference-operator"

@@ -27,13 +27,13 @@ from typing import Any
 import kopf
 
 from protocol import kube_names as kn
+from protocol.kube_objects import as_dgd, as_inference_service, as_pod
 from reference_impl.operator import admission, kube_access
 from reference_impl.operator.dgd_pods import PROXY_LABEL
 from reference_impl.operator.one_at_a_time import OneAtATime
 from reference_impl.operator.pod_triggers import PodTriggers, dgd_owner
 from reference_impl.operator.reconcile import Reconciler
 from reference_impl.operator.topology_injection import CLUSTER_TOPOLOGY_ANNOTATION
-from reference_impl.operator.views import as_dgd, as_inference_service, as_pod
 
 DGD = (kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL)
 ISVC = (kn.IS_GROUP, kn.IS_VERSION, kn.IS_PLURAL)

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol import kube_names as kn
+from protocol.kube_objects import Container, InferenceService, Pod, PodGroup, Role, SubGroupPolicy, as_inference_service
 from reference_impl.operator.behaviour import REFERENCE, Behaviour
 from reference_impl.operator.dgd_pods import owner_reference
-from reference_impl.operator.views import Container, InferenceService, Pod, PodGroup, Role, SubGroupPolicy, as_inference_service
 
 ROUTER = "router"
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from protocol import kube_names as kn
+from protocol.kube_objects import Pod
 from reference_impl.operator.inference_service import pod_ready
-from reference_impl.operator.views import Pod
 
 
 def dgd_owner(pod: Pod) -> tuple[str, str] | None:

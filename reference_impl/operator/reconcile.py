@@ -20,9 +20,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from protocol import kube_names as kn
-from reference_impl.operator import dgd_pods, dgd_rollout, events, inference_service, proxy_weights, rollout_plan, topology_injection
-from reference_impl.operator.behaviour import REFERENCE, Behaviour, bound_node
-from reference_impl.operator.views import (
+from protocol.kube_objects import (
     ClusterTopology,
     DGDStatus,
     DynamoGraphDeployment,
@@ -33,6 +31,8 @@ from reference_impl.operator.views import (
     PodGroup,
     RolloutStatus,
 )
+from reference_impl.operator import dgd_pods, dgd_rollout, events, inference_service, proxy_weights, rollout_plan, topology_injection
+from reference_impl.operator.behaviour import REFERENCE, Behaviour, bound_node
 from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
 
 log = logging.getLogger("servecert.operator")

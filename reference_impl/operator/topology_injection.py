@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from protocol.kube_names import TOPOLOGY_LABEL_PREFIX
-from reference_impl.operator.views import ClusterTopology, Pod
+from protocol.kube_objects import ClusterTopology, Pod
 
 CLUSTER_TOPOLOGY_ANNOTATION = "servecert.io/cluster-topology"
 

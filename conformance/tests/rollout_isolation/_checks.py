@@ -35,13 +35,13 @@ from conformance.utils import kube as kc
 from fakes import groundtruth
 from fakes.pod_runner.runner import groundtruth_dir
 from fixtures import traffic
-from fixtures.cluster import kube, views
+from fixtures.cluster import kube
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import kube_names as kn
-from protocol import waiting
+from protocol import kube_objects, waiting
 
 
-def read_ground_truth(env: ClusterEnvironment, pods: Mapping[str, views.Pod]) -> list[tuple[str, dict[str, Any]]]:
+def read_ground_truth(env: ClusterEnvironment, pods: Mapping[str, kube_objects.Pod]) -> list[tuple[str, dict[str, Any]]]:
     """Every record of every engine pod of the namespace the suite saw, from the files that outlive the pods."""
     if env.pods_dir is None:
         raise AssertionError("this cluster has no pod runner: the engines' ground truth cannot be read")
@@ -188,7 +188,7 @@ async def _rollout_events(env: ClusterEnvironment, name: str) -> list[tuple[floa
     return [(t.timestamp(), f"{t:%H:%M:%S.%f}"[:-3] + f" {e.get('reason')}: {e.get('message')}") for t, _, e in timed]
 
 
-def _event_time(event: views.Event) -> datetime.datetime:
+def _event_time(event: kube_objects.Event) -> datetime.datetime:
     """The Event's own microsecond time when it has one, else its creation (whole seconds; resourceVersion orders ties).
 
     NB: the facade's dicts carry times as the client's ``isoformat()``, which ``fromisoformat`` reads back exactly.

@@ -35,8 +35,7 @@ from conformance.tests.rollout_isolation._scenarios import PAUSE, TARGETS, Scena
 from conformance.tests.rollout_isolation._traffic import Sent
 from conformance.utils.kube import PodLike, pod_ready
 from fakes import groundtruth
-from fixtures.cluster import views
-from protocol import engine_api
+from protocol import engine_api, kube_objects
 
 _DEFAULTS = Timeouts()
 
@@ -47,13 +46,13 @@ _DEFAULTS = Timeouts()
 class Timeline:
     """Pod states over wall-clock time, from the suite's own watch."""
 
-    moments: list[tuple[float, dict[str, views.Pod]]]
+    moments: list[tuple[float, dict[str, kube_objects.Pod]]]
 
     @classmethod
-    def of(cls, events: Sequence[tuple[float, str, views.Pod]], wall_offset: float) -> Timeline:
+    def of(cls, events: Sequence[tuple[float, str, kube_objects.Pod]], wall_offset: float) -> Timeline:
         """From a pod watch's (monotonic time, event type, pod) events; ``wall_offset`` turns times into wall clock."""
-        state: dict[str, views.Pod] = {}
-        moments: list[tuple[float, dict[str, views.Pod]]] = []
+        state: dict[str, kube_objects.Pod] = {}
+        moments: list[tuple[float, dict[str, kube_objects.Pod]]] = []
         for t, kind, pod in events:
             name = pod["metadata"]["name"]
             if kind == "DELETED":
@@ -63,17 +62,17 @@ class Timeline:
             moments.append((t + wall_offset, dict(state)))
         return cls(moments)
 
-    def at(self, wall: float) -> dict[str, views.Pod]:
-        found: dict[str, views.Pod] = {}
+    def at(self, wall: float) -> dict[str, kube_objects.Pod]:
+        found: dict[str, kube_objects.Pod] = {}
         for t, state in self.moments:
             if t > wall:
                 break
             found = state
         return found
 
-    def every_pod(self) -> dict[str, views.Pod]:
+    def every_pod(self) -> dict[str, kube_objects.Pod]:
         """Last version of every pod ever seen, by name."""
-        out: dict[str, views.Pod] = {}
+        out: dict[str, kube_objects.Pod] = {}
         for _, state in self.moments:
             out.update(state)
         return out
@@ -83,7 +82,7 @@ def serving(pod: PodLike) -> bool:
     return pod_ready(pod) and not pod["metadata"].get("deletionTimestamp")
 
 
-def side_counts(state: Mapping[str, views.Pod], scenario: Scenario, only_ready: bool) -> dict[tuple[bool | None, str], int]:
+def side_counts(state: Mapping[str, kube_objects.Pod], scenario: Scenario, only_ready: bool) -> dict[tuple[bool | None, str], int]:
     counts: Counter[tuple[bool | None, str]] = Counter()
     for pod in state.values():
         kind = ctype(pod)
@@ -93,7 +92,7 @@ def side_counts(state: Mapping[str, views.Pod], scenario: Scenario, only_ready: 
     return dict(counts)
 
 
-def new_share(state: Mapping[str, views.Pod], scenario: Scenario) -> float | None:
+def new_share(state: Mapping[str, kube_objects.Pod], scenario: Scenario) -> float | None:
     """The ready ratio the new version's traffic share must follow (workers; frontends when only they change)."""
     counts = side_counts(state, scenario, only_ready=True)
     kinds = ("frontend",) if not scenario.workers_change else ("prefill", "decode")
@@ -214,7 +213,7 @@ def _starved_workers(ev: Evidence) -> list[str]:
     served = _served_by(ev)
     start, end = ev.changed_at - ev.warm_s, ev.finished_at
     ready_for: dict[str, float] = defaultdict(float)
-    previous: tuple[float, dict[str, views.Pod]] | None = None
+    previous: tuple[float, dict[str, kube_objects.Pod]] | None = None
     for t, state in ev.timeline.moments:
         if previous is not None:
             t0, before = previous
@@ -234,7 +233,7 @@ def _starved_workers(ev: Evidence) -> list[str]:
     return [f"workers ready while traffic ran served no request (their model card was discarded?): {detail}"]
 
 
-def _could_serve(state: Mapping[str, views.Pod], scenario: Scenario) -> list[str]:
+def _could_serve(state: Mapping[str, kube_objects.Pod], scenario: Scenario) -> list[str]:
     """Serving workers whose version has a serving worker of every worker component at this moment."""
     workers = {name: pod for name, pod in state.items() if ctype(pod) in TARGETS and serving(pod)}
     kinds: dict[bool | None, set[str]] = defaultdict(set)
