@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from kubernetes.client.rest import ApiException
 
@@ -31,10 +31,6 @@ from protocol import kube_objects, waiting
 
 Resource = kube.Resource
 DGD, ISVC, PODGROUP = kube.DGD, kube.ISVC, kube.PODGROUP
-PodLike = kube_objects.Pod | Mapping[str, Any]
-"""A pod: a view, or the plain mapping a TEST module still reads (``pods``); the helpers' reads are checked against the view."""
-
-
 def env_of(ctx: TestContext) -> ClusterEnvironment:
     if not isinstance(ctx.env, ClusterEnvironment):
         raise TypeError(f"{ctx.name} needs the cluster environment, runs in {ctx.env.name!r}")
@@ -87,13 +83,8 @@ async def patch(env: ClusterEnvironment, resource: Resource, name: str, body: Ma
     await asyncio.to_thread(kube.patch_object, env.api, resource, env.namespace, name, body)
 
 
-async def list_pods(env: ClusterEnvironment, selector: str = "") -> list[kube_objects.Pod]:
+async def pods(env: ClusterEnvironment, selector: str = "") -> list[kube_objects.Pod]:
     return await asyncio.to_thread(kube.list_pods, env.api, env.namespace, selector)
-
-
-async def pods(env: ClusterEnvironment, selector: str = "") -> list[dict[str, Any]]:
-    """``list_pods`` as plain dicts, for the TEST modules that do not read ``kube_objects.Pod`` yet (the same objects)."""
-    return cast("list[dict[str, Any]]", await list_pods(env, selector))
 
 
 async def nodes(env: ClusterEnvironment) -> dict[str, dict[str, str]]:
@@ -136,12 +127,12 @@ def hold_resource(env: ClusterEnvironment) -> str:
     return f"servecert.io/{env.namespace}"
 
 
-def pod_ready(pod: PodLike) -> bool:
+def pod_ready(pod: kube_objects.Pod) -> bool:
     conditions = (pod.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def env_value(pod: PodLike, name: str) -> str | None:
+def env_value(pod: kube_objects.Pod, name: str) -> str | None:
     for container in pod["spec"]["containers"]:
         for item in container.get("env") or []:
             if item.get("name") == name:
@@ -149,12 +140,12 @@ def env_value(pod: PodLike, name: str) -> str | None:
     return None
 
 
-def topology_labels(pod: PodLike) -> dict[str, str]:
+def topology_labels(pod: kube_objects.Pod) -> dict[str, str]:
     labels = (pod.get("metadata") or {}).get("labels") or {}
     return {k[len(kn.TOPOLOGY_LABEL_PREFIX) :]: v for k, v in labels.items() if k.startswith(kn.TOPOLOGY_LABEL_PREFIX)}
 
 
-def runner_files(env: ClusterEnvironment, pod: PodLike, volume: str) -> dict[str, str] | None:
+def runner_files(env: ClusterEnvironment, pod: kube_objects.Pod, volume: str) -> dict[str, str] | None:
     """The files the pod runner projected for ``volume``: what the engine process reads (None: not there)."""
     root = env.pods_dir
     if root is None:
@@ -232,13 +223,13 @@ def refusal_must_name(refusal: Refusal | None, fragments: tuple[str, ...], what:
         raise AssertionError(f"{what}: refused ({refusal.status}) but the message does not name {missing}: {refusal.message!r}")
 
 
-def pods_must_have_names(found: Sequence[PodLike], expected: set[str], what: str) -> None:
+def pods_must_have_names(found: Sequence[kube_objects.Pod], expected: set[str], what: str) -> None:
     names = {p["metadata"]["name"] for p in found}
     if names != expected:
         raise AssertionError(f"{what}: pods {sorted(names)}; expected exactly {sorted(expected)}")
 
 
-def pod_must_carry(pod: PodLike, kind: Literal["labels", "annotations"], expected: Mapping[str, str], what: str) -> None:
+def pod_must_carry(pod: kube_objects.Pod, kind: Literal["labels", "annotations"], expected: Mapping[str, str], what: str) -> None:
     actual = (pod.get("metadata") or {}).get(kind) or {}
     wrong = {k: (actual.get(k), v) for k, v in expected.items() if actual.get(k) != v}
     if wrong:

@@ -273,7 +273,7 @@ async def all_whole(ctx: TestContext, history: kc.PodHistory, all_groups: Groups
 
 async def pods_must_exist(env: ClusterEnvironment, names: frozenset[str] | set[str], timeout_s: float, what: str) -> None:
     async def present() -> bool:
-        return set(names) <= {p["metadata"]["name"] for p in await kc.list_pods(env)}
+        return set(names) <= {p["metadata"]["name"] for p in await kc.pods(env)}
 
     await kc.wait_for(present, timeout_s, f"{what}: pods {sorted(names)} to exist")
 

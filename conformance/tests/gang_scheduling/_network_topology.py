@@ -172,7 +172,7 @@ async def gang(env: ClusterEnvironment, name: str, pods: int, scheduler: str, mo
 
 async def placement(env: ClusterEnvironment, gang_name: str) -> dict[str, str]:
     """pod -> node ('' when unbound) for the gang's pods."""
-    found = await kc.list_pods(env, f"servecert.io/gang={gang_name}")
+    found = await kc.pods(env, f"servecert.io/gang={gang_name}")
     return {p["metadata"]["name"]: (p.get("spec") or {}).get("nodeName") or "" for p in found}
 
 

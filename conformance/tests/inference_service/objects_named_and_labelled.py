@@ -9,6 +9,7 @@ from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestCont
 from conformance.utils import kube as kc
 from conformance.utils import manifests
 from protocol import kube_names as kn
+from protocol import kube_objects
 
 
 def expected_pods(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -32,7 +33,7 @@ async def check(ctx: TestContext) -> None:
     wanted = expected_pods(body)
     await kc.create(env, kc.ISVC, body)
 
-    async def all_there() -> list[dict[str, Any]]:
+    async def all_there() -> list[kube_objects.Pod]:
         found = await kc.pods(env, f"{kn.IS_SERVICE_LABEL}={service}")
         return found if len(found) >= len(wanted) else []
 
@@ -57,7 +58,7 @@ async def check(ctx: TestContext) -> None:
             _command_must_match(pod, leader=want["worker"] == 0)
 
 
-def _command_must_match(pod: dict[str, Any], *, leader: bool) -> None:
+def _command_must_match(pod: kube_objects.Pod, *, leader: bool) -> None:
     container = pod["spec"]["containers"][0]
     line = " ".join([*(container.get("command") or []), *(container.get("args") or [])])
     wanted = (

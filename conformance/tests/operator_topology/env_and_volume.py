@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.utils import kube as kc
 from conformance.utils import manifests
 from protocol import kube_names as kn
+from protocol import kube_objects
 
 WORKERS = ("prefill", "decode")
 
@@ -18,7 +17,7 @@ async def check(ctx: TestContext) -> None:
     await kc.create(env, kc.DGD, manifests.dgd("topo", level=level, policy=ctx.params.get("policy", "fail")))
     selector = f"{kn.DGD_NAME_LABEL}=topo"
 
-    async def all_pods() -> list[dict[str, Any]]:
+    async def all_pods() -> list[kube_objects.Pod]:
         found = await kc.pods(env, selector)
         return found if len(found) == 4 else []
 
@@ -41,20 +40,20 @@ async def check(ctx: TestContext) -> None:
         _topology_volume_must_project(pod, levels)
 
 
-def _env_must_be(pod: dict[str, Any], expected: dict[str, str]) -> None:
+def _env_must_be(pod: kube_objects.Pod, expected: dict[str, str]) -> None:
     for name, value in expected.items():
         actual = kc.env_value(pod, name)
         if actual != value:
             raise AssertionError(f"pod {pod['metadata']['name']}: env {name}={actual!r}, expected {value!r}")
 
 
-def _volume_must_be_absent(pod: dict[str, Any]) -> None:
+def _volume_must_be_absent(pod: kube_objects.Pod) -> None:
     mounts = [m for c in pod["spec"]["containers"] for m in c.get("volumeMounts") or [] if m.get("mountPath") == kn.TOPOLOGY_MOUNT_PATH]
     if mounts:
         raise AssertionError(f"pod {pod['metadata']['name']} mounts {kn.TOPOLOGY_MOUNT_PATH} but must not")
 
 
-def _topology_volume_must_project(pod: dict[str, Any], levels: list[str]) -> None:
+def _topology_volume_must_project(pod: kube_objects.Pod, levels: list[str]) -> None:
     name = pod["metadata"]["name"]
     mounts = {
         m["name"] for c in pod["spec"]["containers"] for m in c.get("volumeMounts") or [] if m.get("mountPath") == kn.TOPOLOGY_MOUNT_PATH
@@ -68,7 +67,7 @@ def _topology_volume_must_project(pod: dict[str, Any], levels: list[str]) -> Non
         raise AssertionError(f"pod {name}: topology volume projects {items}; expected one file per ClusterTopology level {wanted}")
 
 
-def _nothing_injected(found: list[dict[str, Any]]) -> None:
+def _nothing_injected(found: list[kube_objects.Pod]) -> None:
     for pod in found:
         for name in (kn.ENV_TRANSFER_LEVEL, kn.ENV_MISMATCH_POLICY, kn.ENV_TOPOLOGY_ENABLED):
             if kc.env_value(pod, name) is not None:

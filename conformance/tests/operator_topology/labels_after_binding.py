@@ -8,7 +8,6 @@ it. The new node's zone and rack are the test's own, so labels copied from any o
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from conformance.suite import features
 from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
@@ -16,6 +15,7 @@ from conformance.utils import kube as kc
 from conformance.utils import manifests
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import kube_names as kn
+from protocol import kube_objects
 
 
 async def check(ctx: TestContext) -> None:
@@ -34,7 +34,7 @@ async def check(ctx: TestContext) -> None:
         await asyncio.sleep(ctx.timeouts.operator_unbound_hold_s)  # the workers cannot be bound yet: no node has the resource
         await kc.add_node(env, kc.fake_node(node_name, resource))
 
-        async def labelled() -> list[dict[str, Any]]:
+        async def labelled() -> list[kube_objects.Pod]:
             found = await kc.pods(env, selector)
             done = len(found) == 4 and all(p["spec"].get("nodeName") and len(kc.topology_labels(p)) == len(levels) for p in found)
             return found if done else []

@@ -67,7 +67,7 @@ async def address(env: ClusterEnvironment, name: str, timeout_s: float) -> str:
 
 async def versions_running(env: ClusterEnvironment, scenario: Scenario, new: bool) -> bool:
     """Only pods of one version of the changed kinds, every target Ready."""
-    pods = [p for p in await kc.list_pods(env) if ctype(p) and not p["metadata"].get("deletionTimestamp")]
+    pods = [p for p in await kc.pods(env) if ctype(p) and not p["metadata"].get("deletionTimestamp")]
     wanted = {**TARGETS, "frontend": 1}
     counts = Counter(ctype(p) for p in pods if serving(p) and scenario.version(p) in (None, new))
     others = [p for p in pods if scenario.version(p) not in (None, new)]
@@ -204,12 +204,12 @@ async def _stale_metadata(env: ClusterEnvironment, timeline: Timeline) -> list[s
 
 
 async def _some_new_ready(env: ClusterEnvironment, scenario: Scenario) -> bool:
-    return any(ctype(p) and scenario.is_new(p) and serving(p) for p in await kc.list_pods(env))
+    return any(ctype(p) and scenario.is_new(p) and serving(p) for p in await kc.pods(env))
 
 
 async def serving_pods(env: ClusterEnvironment) -> dict[str, bool]:
     """Name -> terminating? for every pod of the suite's images."""
-    return {p["metadata"]["name"]: bool(p["metadata"].get("deletionTimestamp")) for p in await kc.list_pods(env) if ctype(p)}
+    return {p["metadata"]["name"]: bool(p["metadata"].get("deletionTimestamp")) for p in await kc.pods(env) if ctype(p)}
 
 
 async def until_pods_ready(env: ClusterEnvironment, bound_s: float) -> float:
@@ -221,7 +221,7 @@ async def until_pods_ready(env: ClusterEnvironment, bound_s: float) -> float:
     waited = waiting.Deadline(bound_s)
 
     async def all_ready() -> bool:
-        pods = [p for p in await kc.list_pods(env) if ctype(p) and not p["metadata"].get("deletionTimestamp")]
+        pods = [p for p in await kc.pods(env) if ctype(p) and not p["metadata"].get("deletionTimestamp")]
         return all(kc.pod_ready(p) for p in pods)
 
     with contextlib.suppress(waiting.WaitTimeout):  # NB: not a failure: the bound only caps the wait

@@ -33,7 +33,7 @@ from typing import Any
 from conformance.suite.timeouts import Timeouts
 from conformance.tests.rollout_isolation._scenarios import PAUSE, TARGETS, Scenario, ctype
 from conformance.tests.rollout_isolation._traffic import Sent
-from conformance.utils.kube import PodLike, pod_ready
+from conformance.utils.kube import pod_ready
 from fakes import groundtruth
 from protocol import engine_api, kube_objects
 
@@ -78,7 +78,7 @@ class Timeline:
         return out
 
 
-def serving(pod: PodLike) -> bool:
+def serving(pod: kube_objects.Pod) -> bool:
     return pod_ready(pod) and not pod["metadata"].get("deletionTimestamp")
 
 
