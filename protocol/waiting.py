@@ -57,11 +57,33 @@ class Deadline:
         return time.monotonic() - self.started
 
 
-def _message(what: str, deadline: Deadline, last: object, describe: Callable[[], str] | None, failure: str) -> str:
-    seen = f"; last seen: {str(last)[:LAST_SEEN_MAX]}" if last not in (None, False, "") else ""
-    error = f"; last error: {failure[:LAST_SEEN_MAX]}" if failure else ""
-    detail = f"; {describe()}" if describe is not None else ""
-    return f"{what}: not within {deadline.seconds:g}s{seen}{error}{detail}"
+class _Tally:
+    """One bounded wait's state: the deadline, the last value and error seen, the streak of truths."""
+
+    def __init__(self, timeout_s: float, consecutive: int) -> None:
+        self.deadline = Deadline(timeout_s)
+        self.consecutive = consecutive
+        self.last: object = None
+        self.failure = ""
+        self.streak = 0
+
+    def answered(self, value: object) -> bool:
+        """Count an answer; True once ``consecutive`` truthy ones came in a row."""
+        self.last, self.failure = value, ""
+        self.streak = self.streak + 1 if value else 0
+        return self.streak >= self.consecutive
+
+    def failed(self, exc: BaseException) -> None:
+        self.streak, self.failure = 0, f"{type(exc).__name__}: {exc}"
+
+    def pause(self, interval_s: float, what: str, describe: Callable[[], str] | None, error: Callable[[str], BaseException]) -> float:
+        """The seconds to sleep before the next probe; past the deadline, raise ``error`` with what was seen."""
+        if self.deadline.expired:
+            seen = f"; last seen: {str(self.last)[:LAST_SEEN_MAX]}" if self.last not in (None, False, "") else ""
+            failure = f"; last error: {self.failure[:LAST_SEEN_MAX]}" if self.failure else ""
+            detail = f"; {describe()}" if describe is not None else ""
+            raise error(f"{what}: not within {self.deadline.seconds:g}s{seen}{failure}{detail}")
+        return min(interval_s, max(self.deadline.remaining(), 0.001))
 
 
 def until(
@@ -78,23 +100,16 @@ def until(
     """Call ``probe`` every ``interval_s`` until it returns something truthy ``consecutive`` times
     in a row; return that value. Exceptions in ``tolerate`` count as a falsy answer (their text
     goes in the message). Past ``timeout_s`` (probed at least once), raise ``error(message)``."""
-    deadline = Deadline(timeout_s)
-    last: object = None
-    failure = ""
-    streak = 0
+    tally = _Tally(timeout_s, consecutive)
     while True:
         try:
             value = probe()
         except tolerate as exc:
-            streak, failure = 0, f"{type(exc).__name__}: {exc}"
+            tally.failed(exc)
         else:
-            last, failure = value, ""
-            streak = streak + 1 if value else 0
-            if streak >= consecutive:
+            if tally.answered(value):
                 return value
-        if deadline.expired:
-            raise error(_message(what, deadline, last, describe, failure))
-        time.sleep(min(interval_s, max(deadline.remaining(), 0.001)))
+        time.sleep(tally.pause(interval_s, what, describe, error))
 
 
 @overload
@@ -137,24 +152,17 @@ async def until_async(
     error: Callable[[str], BaseException] = WaitTimeout,
 ) -> Any:
     """``until`` on an event loop: ``probe`` may be a coroutine function or a plain one."""
-    deadline = Deadline(timeout_s)
-    last: object = None
-    failure = ""
-    streak = 0
+    tally = _Tally(timeout_s, consecutive)
     while True:
         try:
             answer = probe()
             value = await answer if inspect.isawaitable(answer) else answer
         except tolerate as exc:
-            streak, failure = 0, f"{type(exc).__name__}: {exc}"
+            tally.failed(exc)
         else:
-            last, failure = value, ""
-            streak = streak + 1 if value else 0
-            if streak >= consecutive:
+            if tally.answered(value):
                 return value
-        if deadline.expired:
-            raise error(_message(what, deadline, last, describe, failure))
-        await asyncio.sleep(min(interval_s, max(deadline.remaining(), 0.001)))
+        await asyncio.sleep(tally.pause(interval_s, what, describe, error))
 
 
 def holding(seconds: float, interval_s: float = DEFAULT_INTERVAL_S) -> Iterator[float]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from protocol import waiting
@@ -72,23 +70,56 @@ async def test_until_async_takes_coroutines_and_plain_functions() -> None:
         await waiting.until_async(lambda: False, timeout_s=0.03, what="never", interval_s=0.01)
 
 
-def test_holding_spans_the_window_and_ends() -> None:
-    started = time.monotonic()
-    ticks = list(waiting.holding(0.1, interval_s=0.02))
-    assert 0.1 <= time.monotonic() - started < 1.0
-    assert ticks[0] < 0.02 and ticks[-1] >= 0.1 and len(ticks) >= 3
+class FakeClock:
+    """time.monotonic, time.sleep and asyncio.sleep for protocol.waiting: sleeping advances the clock.
+
+    So the schedule is judged exactly and no test here depends on how busy the machine is."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(round(seconds, 6))
+        self.now += seconds
+
+    async def async_sleep(self, seconds: float) -> None:
+        self.sleep(seconds)
 
 
-async def test_holding_async_spans_the_window() -> None:
-    ticks = [t async for t in waiting.holding_async(0.05, interval_s=0.01)]
-    assert ticks[-1] >= 0.05
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(waiting.time, "monotonic", fake.monotonic)
+    monkeypatch.setattr(waiting.time, "sleep", fake.sleep)
+    monkeypatch.setattr(waiting.asyncio, "sleep", fake.async_sleep)
+    return fake
 
 
-def test_deadline() -> None:
+def test_holding_spans_the_window_and_ends(clock: FakeClock) -> None:
+    ticks = [round(t, 6) for t in waiting.holding(0.1, interval_s=0.03)]
+    assert ticks == [0.0, 0.03, 0.06, 0.09, 0.1]  # the last tick at the window's end, not past it
+
+
+async def test_holding_async_spans_the_window(clock: FakeClock) -> None:
+    ticks = [round(t, 6) async for t in waiting.holding_async(0.05, interval_s=0.02)]
+    assert ticks == [0.0, 0.02, 0.04, 0.05]
+
+
+def test_until_sleeps_its_interval_and_never_past_the_bound(clock: FakeClock) -> None:
+    with pytest.raises(waiting.WaitTimeout):
+        waiting.until(lambda: False, timeout_s=0.5, what="x", interval_s=0.2)
+    assert clock.sleeps == [0.2, 0.2, 0.1]
+
+
+def test_deadline(clock: FakeClock) -> None:
     deadline = waiting.Deadline(0.05)
-    assert not deadline.expired and 0 < deadline.remaining() <= 0.05
-    time.sleep(0.06)
-    assert deadline.expired and deadline.remaining() == 0 and deadline.elapsed() >= 0.05
+    assert not deadline.expired and round(deadline.remaining(), 6) == 0.05
+    clock.sleep(0.06)
+    assert deadline.expired and deadline.remaining() == 0 and round(deadline.elapsed(), 6) == 0.06
 
 
 def test_until_shortens_a_long_last_error() -> None:
@@ -101,13 +132,10 @@ def test_until_shortens_a_long_last_error() -> None:
     assert len(str(timed_out.value)) < waiting.LAST_SEEN_MAX + 100
 
 
-async def test_every_async_keeps_a_fixed_rate_after_a_slow_tick() -> None:
-    started = time.monotonic()
-    seen = []
+async def test_every_async_keeps_a_fixed_rate_after_a_slow_tick(clock: FakeClock) -> None:
     async for n in waiting.every_async(0.05):
-        seen.append(time.monotonic() - started)
         if n == 1:
-            time.sleep(0.08)  # a slow tick: the second comes at once, the third on schedule
+            clock.now += 0.08  # a slow tick: the second comes at once, the third on schedule
         if n == 3:
             break
-    assert seen[0] >= 0.05 and seen[1] < 0.14 and 0.15 <= seen[2] < 0.25
+    assert clock.sleeps == [0.05, 0.0, 0.02]
