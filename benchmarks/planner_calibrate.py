@@ -22,7 +22,7 @@ from fixtures import load_generator
 from fixtures import planner_calibration as cal
 from fixtures.adapter import DeploymentSpec, WorkerSpec
 from fixtures.process_env import ProcessEnvironment
-from fixtures.reference_adapter import ReferenceImplementation
+from fixtures.reference.adapter import ReferenceImplementation
 from load.shapes.constant import Constant
 
 

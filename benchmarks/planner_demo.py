@@ -31,7 +31,7 @@ from fixtures import planner_calibration as cal
 from fixtures.adapter import DeploymentSpec, PlannedDeployment, PlannerSpec, WorkerSpec
 from fixtures.planner_harness import COMPONENTS, ScalingHarness
 from fixtures.process_env import ProcessEnvironment
-from fixtures.reference_adapter import ReferenceImplementation
+from fixtures.reference.adapter import ReferenceImplementation
 from load import profiles
 from load import runner as load_runner
 from reference_impl.planner import app as planner_app

@@ -125,10 +125,10 @@ def run(args: argparse.Namespace) -> int:
     from conformance.tests.rollout_isolation import _scenarios as rollout_scenarios
     from conformance.tests.rollout_isolation import _verdict as rollout_verdict
     from conformance.utils import kube as kc
-    from fixtures import operator_install
     from fixtures.cluster import embedded, state, topology
     from fixtures.cluster.backends import Cluster
     from fixtures.cluster_env import ClusterEnvironment, ClusterSession
+    from fixtures.reference import operator_install
 
     name = f"bench-rollout-{uuid.uuid4().hex[:6]}"
     figures: dict[str, Any] = {}

@@ -1,6 +1,6 @@
 """``servecert operator run``: the reference operator as a process (kopf, its webhook server over TLS).
 
-The installer (``fixtures.operator_install``) gives it a kubeconfig with its ServiceAccount's
+The installer (``fixtures.reference.operator_install``) gives it a kubeconfig with its ServiceAccount's
 token, a namespace glob to watch, a port and a certificate for the webhook (whose
 ValidatingWebhookConfiguration the installer registers by URL). kopf runs standalone (no
 peering objects); events are not posted, so the ClusterRole needs no ``events`` verbs.
@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     for path in (args.kubeconfig, args.cert, args.key):
         if not path.is_file():
-            print(f"error: {path} does not exist; the installer writes it (fixtures/operator_install.py)", file=sys.stderr)
+            print(f"error: {path} does not exist; the installer writes it (fixtures/reference/operator_install.py)", file=sys.stderr)
             return 2
     import kopf
 

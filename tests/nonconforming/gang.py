@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from fixtures.reference_adapter import ReferenceImplementation
+from fixtures.reference.adapter import ReferenceImplementation
 from reference_impl.operator.behaviour import Behaviour
 
 DEFAULT_SCHEDULER = "default-scheduler"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fixtures.reference_adapter import ReferenceImplementation
+from fixtures.reference.adapter import ReferenceImplementation
 from reference_impl.operator.behaviour import Behaviour
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from fixtures.reference_adapter import ReferenceImplementation
+from fixtures.reference.adapter import ReferenceImplementation
 from reference_impl.planner import load_scaling
 from reference_impl.planner.config import PlannerConfig
 from reference_impl.planner.load_scaling import LoadProposal

@@ -15,7 +15,7 @@ Everything else — the steps, the proxy's weights, the drains — is the refere
 
 from __future__ import annotations
 
-from fixtures.reference_adapter import ReferenceImplementation
+from fixtures.reference.adapter import ReferenceImplementation
 from reference_impl.operator.behaviour import Behaviour
 
 IN_PLACE = Behaviour(isolate_rollouts=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from fixtures.reference_adapter import ReferenceImplementation
+from fixtures.reference.adapter import ReferenceImplementation
 from reference_impl.frontend import app as frontend_app
 from reference_impl.frontend import topology
 from reference_impl.frontend.discovery import WorkerInfo

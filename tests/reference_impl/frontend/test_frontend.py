@@ -16,7 +16,7 @@ from fixtures import traffic
 from fixtures.adapter import DeploymentSpec, RouterSpec, WorkerSpec
 from fixtures.observe import GroundTruth
 from fixtures.process_env import ProcessEnvironment
-from fixtures.reference_adapter import ReferenceDeployment, ReferenceImplementation
+from fixtures.reference.adapter import ReferenceDeployment, ReferenceImplementation
 from protocol import tokenizer, waiting
 from reference_impl.frontend import app as frontend_app
 from tests.conftest import serve_process

@@ -1,7 +1,7 @@
 """The reference operator on the shared cluster: least-privilege credentials, restart convergence, ownership.
 
 Each test installs its own operator instance (RBAC, token, webhook, process) through
-``fixtures.operator_install`` and works in namespaces of that instance only.
+``fixtures.reference.operator_install`` and works in namespaces of that instance only.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from fixtures import operator_install, seed_examples
+from fixtures import seed_examples
 from fixtures.cluster.backends import Cluster
+from fixtures.reference import operator_install
 from protocol import kube_names as kn
 from protocol import waiting
 from reference_impl.operator import kube_access

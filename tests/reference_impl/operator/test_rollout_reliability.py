@@ -29,9 +29,9 @@ from conformance.tests.rollout_isolation import _checks as rc
 from conformance.tests.rollout_isolation import _scenarios as scenarios
 from conformance.tests.rollout_isolation import _verdict as verdict
 from conformance.utils import kube as kc
-from fixtures import operator_install
 from fixtures.cluster.backends import Cluster
 from fixtures.cluster_env import ClusterEnvironment, ClusterSession
+from fixtures.reference import operator_install
 from protocol import waiting
 
 pytestmark = pytest.mark.cluster
