@@ -26,6 +26,7 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,24 +99,15 @@ class Bench:
             self.custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", namespace, "podgroups", body)
         manifests = [self.pod(f"p{i}", "gang" if with_group else f"solo-{i}") for i in range(pods)]
         kube.bulk(lambda m: self.core.create_namespaced_pod(namespace, m), manifests)
-        waiting.until(
-            lambda: len(self.bound(namespace)) == pods,
-            timeout_s=self.timeout,
-            what=f"{pods} pods bound in {namespace}",
-            interval_s=POLL_S,
-            error=RuntimeError,
-        )
+        self._until(lambda: len(self.bound(namespace)) == pods, f"{pods} pods bound in {namespace}")
         return time.monotonic() - started
+
+    def _until(self, probe: Callable[[], bool], what: str) -> None:
+        waiting.until(probe, timeout_s=self.timeout, what=what, interval_s=POLL_S, error=RuntimeError)
 
     def clear(self, namespace: str) -> None:
         self.core.delete_namespace(namespace, grace_period_seconds=0)
-        waiting.until(
-            lambda: not self._exists(namespace),
-            timeout_s=self.timeout,
-            what=f"namespace {namespace} gone",
-            interval_s=POLL_S,
-            error=RuntimeError,
-        )
+        self._until(lambda: not self._exists(namespace), f"namespace {namespace} gone")
 
     def _exists(self, namespace: str) -> bool:
         from kubernetes.client.rest import ApiException
@@ -155,21 +147,9 @@ class Bench:
         if replicas:
             want = {"prefill": 2, "decode": 4}
             expected = want["prefill"] + want["decode"] * (replicas - 1)
-            waiting.until(
-                lambda: len(self.bound(ns)) == expected,
-                timeout_s=self.timeout,
-                what=f"{expected} pods bound on {gpus} GPUs",
-                interval_s=POLL_S,
-                error=RuntimeError,
-            )
+            self._until(lambda: len(self.bound(ns)) == expected, f"{expected} pods bound on {gpus} GPUs")
         else:
-            waiting.until(
-                lambda: self._unschedulable(ns),
-                timeout_s=self.timeout,
-                what=f"PodGroup marked unschedulable on {gpus} GPUs",
-                interval_s=POLL_S,
-                error=RuntimeError,
-            )
+            self._until(lambda: self._unschedulable(ns), f"PodGroup marked unschedulable on {gpus} GPUs")
         took = time.monotonic() - started
         self.clear(ns)
         for name in nodes:

@@ -71,14 +71,6 @@ async def dgd(env: ClusterEnvironment, name: str) -> kube_objects.DynamoGraphDep
     return await asyncio.to_thread(kube.get_dgd, env.api, env.namespace, name)
 
 
-async def inference_service(env: ClusterEnvironment, name: str) -> kube_objects.InferenceService | None:
-    return await asyncio.to_thread(kube.get_inference_service, env.api, env.namespace, name)
-
-
-async def pod_group(env: ClusterEnvironment, name: str) -> kube_objects.PodGroup | None:
-    return await asyncio.to_thread(kube.get_pod_group, env.api, env.namespace, name)
-
-
 async def patch(env: ClusterEnvironment, resource: Resource, name: str, body: Mapping[str, Any]) -> None:
     await asyncio.to_thread(kube.patch_object, env.api, resource, env.namespace, name, body)
 

@@ -16,23 +16,20 @@ from conformance.suite import collect
 from conformance.suite.test_case import SEEDS, ConformanceTest
 
 ROOT = Path(__file__).resolve().parents[3]
-CANDIDATES = (ROOT.parent / "shared" / "seeds", Path("/work/shared/seeds"))
+BESIDE = ROOT.parent / "shared" / "seeds"
 TESTS = collect.collect()
 
 
 def seeds_dir() -> Path | None:
-    configured = os.environ.get("SERVECERT_SEEDS_DIR")
-    for folder in ([Path(configured)] if configured else list(CANDIDATES)):
-        if all(any(folder.glob(f"{seed}_*.txt")) for seed in SEEDS):
-            return folder
-    return None
+    folder = Path(os.environ.get("SERVECERT_SEEDS_DIR") or BESIDE)
+    return folder if all(any(folder.glob(f"{seed}_*.txt")) for seed in SEEDS) else None
 
 
 @pytest.fixture(scope="module")
 def seed_texts() -> dict[str, str]:
     folder = seeds_dir()
     if folder is None:
-        pytest.skip(f"the seed specifications are not beside the repository ({', '.join(map(str, CANDIDATES))}); set SERVECERT_SEEDS_DIR")
+        pytest.skip(f"the seed specifications are not beside the repository ({BESIDE}); set SERVECERT_SEEDS_DIR")
     return {seed: next(folder.glob(f"{seed}_*.txt")).read_text() for seed in SEEDS}
 
 
