@@ -103,7 +103,7 @@ for _feature in (
     Feature(KV_TRANSFER_TOPOLOGY_UNSET, "With no topology level set, routing ignores topology and behaves as without the feature."),
     Feature(
         KV_TRANSFER_TOPOLOGY_FALLBACK,
-        "Mismatch policy fallback: with no same-domain decode worker, the request is served by a decode worker elsewhere.",
+        "Mismatch policy fallback: with no same-domain decode worker, any decode worker serves the request and a warning is logged.",
     ),
     Feature(
         KV_TRANSFER_TOPOLOGY_ERROR_503,
@@ -111,7 +111,7 @@ for _feature in (
     ),
     Feature(
         KV_TRANSFER_TOPOLOGY_PREFILL_PRESELECTION,
-        "Prefill workers with a decode worker in their own domain are preferred when choosing the prefill worker.",
+        "Prefill workers with a decode worker in their domain are preferred when choosing one; with none, all are eligible.",
     ),
     Feature(
         KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT,

@@ -46,12 +46,21 @@ class UnknownProfileError(LookupError):
 
 ROUTER_TOPOLOGY = Profile(
     "ROUTER-TOPOLOGY",
-    core=frozenset({features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER, features.KV_TRANSFER_TOPOLOGY_UNSET}),
+    # NB: core is seed 000's whole runtime table: its goals make both mismatch policies part of the
+    # design ("Support a configurable mismatch policy (fail vs. fallback)"), and its table gives
+    # prefill pre-selection a row under both. Extended is what the seed leaves open or the suite adds.
+    core=frozenset(
+        {
+            features.DISAGGREGATED_SERVING,
+            features.KV_TRANSFER_TOPOLOGY_FILTER,
+            features.KV_TRANSFER_TOPOLOGY_UNSET,
+            features.KV_TRANSFER_TOPOLOGY_FALLBACK,
+            features.KV_TRANSFER_TOPOLOGY_PREFILL_PRESELECTION,
+        }
+    ),
     extended=frozenset(
         {
-            features.KV_TRANSFER_TOPOLOGY_FALLBACK,
             features.KV_TRANSFER_TOPOLOGY_ERROR_503,
-            features.KV_TRANSFER_TOPOLOGY_PREFILL_PRESELECTION,
             features.KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT,
             features.KV_TRANSFER_TOPOLOGY_LATENCY,
         }

@@ -89,7 +89,8 @@ class Frontend:
         self.registry = CollectorRegistry(auto_describe=False)
         self.sets = WorkerSets(config.namespace)
         self.index = KvIndex()
-        self.router = Router(self.sets, self.index, config.router_mode, config.topology, config.kv, self.registry)
+        self.log = logging.getLogger(f"servecert.frontend.{config.frontend_id}")
+        self.router = Router(self.sets, self.index, config.router_mode, config.topology, config.kv, self.registry, self.log)
         self.session: aiohttp.ClientSession | None = None
         self.feed: KvEventFeed | None = None
 

@@ -9,6 +9,7 @@ once its KV exists, a decode worker among the candidates the topology policy all
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,12 +53,17 @@ class Router:
         topology_policy: topology.TopologyPolicy | None = None,
         kv_config: KvRouterConfig | None = None,
         registry: CollectorRegistry | None = None,
+        log: logging.Logger | None = None,
     ) -> None:
         self.sets = sets
+        self.log = log or logging.getLogger("servecert.frontend")
         self.index = index
         self.load = Load()
         self.policy = make_policy(mode, self.load, kv_config)
         self.topology = topology_policy or topology.TopologyPolicy()
+        # The two topology rules, as attributes: a deliberately broken router (tests/nonconforming) swaps one.
+        self.select_prefill = topology.eligible_prefill
+        self.decode_candidates = topology.decode_candidates
         self.fallbacks = 0
         self._fallback_metric = Counter(
             "servecert_frontend_topology_fallbacks",
@@ -83,17 +89,19 @@ class Router:
             # discovered) cannot serve: a 404 the DGD's proxy retries on another frontend, not a 500.
             raise NoWorkers("no worker can take the request now: prefill workers but no decode worker")
         if workers.disaggregated:
-            pool = topology.eligible_prefill(self.topology, pool, workers.decode)
+            pool = self.select_prefill(self.topology, pool, workers.decode)
         block_size = pool[0].card.block_size
         overlaps = self.index.overlaps(tokenizer.block_hashes(token_ids, block_size))
         return self.policy.choose(pool, len(token_ids), overlaps, {}, decode_leg=False)
 
     def decode(self, workers: ModelWorkers, prefill: WorkerInfo, isl: int) -> WorkerInfo:
         """The decode worker to receive ``prefill``'s KV; raises NoSameDomainDecode under fail/required."""
-        choice = topology.decode_candidates(self.topology, prefill, workers.decode)
+        choice = self.decode_candidates(self.topology, prefill, workers.decode)
         if choice.fallback:
+            level = self.topology.level or ""
+            self.log.warning(topology.fallback_warning(level, prefill))
             self.fallbacks += 1
-            self._fallback_metric.labels(self.topology.level or "").inc()
+            self._fallback_metric.labels(level).inc()
         return self.policy.choose(choice.candidates, isl, {}, choice.multipliers, decode_leg=True)
 
     @staticmethod

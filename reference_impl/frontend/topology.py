@@ -9,7 +9,8 @@ Seed 000 (frontend configuration ``DYN_ROUTER_KV_TRANSFER_TOPOLOGY_LEVEL`` and
   workers missing the level are excluded;
 - none left: ``fail`` raises ``NoSameDomainDecode`` (the client gets an error naming the level
   and the prefill worker's value); ``fallback`` logs a warning, counts it, and allows every
-  decode worker, those missing the level included;
+  decode worker, those missing the level included (the router logs the warning, on its
+  frontend's own logger, so an adapter can hand it to the suite);
 - before prefill selection, prefill workers with at least one same-domain decode worker are
   preferred; when there are none, every prefill worker is eligible.
 
@@ -20,14 +21,12 @@ multiplies the cost of matching ones by exp(-tanh(weight)).
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from reference_impl.frontend.discovery import WorkerInfo
 
-log = logging.getLogger("servecert.frontend")
 FAIL = "fail"
 FALLBACK = "fallback"
 MISSING = "<missing>"
@@ -88,11 +87,13 @@ def _seed_filter(policy: TopologyPolicy, prefill: WorkerInfo, decode: Sequence[W
         return DecodeChoice(same)
     if policy.mismatch_policy == FAIL:
         raise NoSameDomainDecode(level, value or MISSING, prefill.engine_id)
-    log.warning(
-        "topology fallback: no decode worker in %s=%s (prefill %s); routing to any decode worker",
-        level, value or MISSING, prefill.engine_id,
-    )
     return DecodeChoice(list(decode), fallback=True)
+
+
+def fallback_warning(level: str, prefill: WorkerInfo) -> str:
+    """The warning the fallback row asks for: the level, the prefill worker's value there, and what was done."""
+    value = prefill.domains.get(level, MISSING)
+    return f"topology fallback: no decode worker in {level}={value} (prefill {prefill.engine_id}); routing to any decode worker"
 
 
 def _dynamo_constraints(prefill: WorkerInfo, decode: Sequence[WorkerInfo]) -> DecodeChoice:

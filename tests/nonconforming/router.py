@@ -1,19 +1,29 @@
 """Deliberately non-conforming routers, built from the reference parts with one rule broken each.
 
-The suite must fail every one of them (``tests/certify/test_router_topology.py``);
-each names the rule it breaks and the conformance test expected to catch it.
+The suite must fail every one of them (``tests/certify/test_router_topology.py``), each with the
+conformance test of the rule it breaks; each names that rule and that test. Most swap one of the
+router's two topology rules (``Router.select_prefill``, ``Router.decode_candidates``) for a
+plausible shortcut that gives the rule's answer on the easy placements.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from fixtures.reference.adapter import ReferenceImplementation
+from aiohttp import web
+
+from fixtures.adapter import DeploymentSpec, Environment
+from fixtures.reference.adapter import FrontendHook, ReferenceDeployment, ReferenceImplementation
 from reference_impl.frontend import app as frontend_app
 from reference_impl.frontend import topology
 from reference_impl.frontend.discovery import WorkerInfo
-from reference_impl.frontend.router import ModelWorkers
+from reference_impl.frontend.router import NoWorkers
+
+Match = Callable[[str, WorkerInfo, WorkerInfo], bool]
+SelectPrefill = Callable[[topology.TopologyPolicy, Sequence[WorkerInfo], Sequence[WorkerInfo]], list[WorkerInfo]]
 
 
 def _ignore_topology(config: frontend_app.FrontendConfig) -> frontend_app.FrontendConfig:
@@ -29,22 +39,140 @@ def _filter_even_when_unset(config: frontend_app.FrontendConfig) -> frontend_app
     return dataclasses.replace(config, topology=topology.TopologyPolicy(level, config.topology.mismatch_policy))
 
 
-def _admit_unlabelled(frontend: frontend_app.Frontend) -> None:
-    router = frontend.router
-    original = router.decode
+def _host_for_any_level(config: frontend_app.FrontendConfig) -> frontend_app.FrontendConfig:
+    level = "host" if config.topology.level else None
+    return dataclasses.replace(config, topology=topology.TopologyPolicy(level, config.topology.mismatch_policy))
 
-    def decode(workers: ModelWorkers, prefill: WorkerInfo, isl: int) -> WorkerInfo:
-        level = router.topology.level
+
+def _matching(match: Match) -> FrontendHook:
+    """The seed's decode filter with ``match`` in place of "same value at the level"."""
+
+    def candidates(policy: topology.TopologyPolicy, prefill: WorkerInfo, decode: Sequence[WorkerInfo]) -> topology.DecodeChoice:
+        level = policy.level
         if level is None:
-            return original(workers, prefill, isl)
-        value = prefill.domains.get(level)
-        # Broken: a worker without the level's label counts as being in every domain.
-        eligible: Sequence[WorkerInfo] = [d for d in workers.decode if d.domains.get(level, value) == value]
-        if not eligible:
-            raise topology.NoSameDomainDecode(level, value or topology.MISSING, prefill.engine_id)
-        return router.policy.choose(eligible, isl, {}, {}, decode_leg=True)
+            return topology.DecodeChoice(list(decode))
+        same = [d for d in decode if match(level, prefill, d)]
+        if same:
+            return topology.DecodeChoice(same)
+        if policy.mismatch_policy == topology.FAIL:
+            raise topology.NoSameDomainDecode(level, prefill.domains.get(level, topology.MISSING), prefill.engine_id)
+        return topology.DecodeChoice(list(decode), fallback=True)
 
-    router.decode = decode  # type: ignore[method-assign]
+    def hook(frontend: frontend_app.Frontend) -> None:
+        frontend.router.decode_candidates = candidates
+
+    return hook
+
+
+def _selecting(select: SelectPrefill) -> FrontendHook:
+    def hook(frontend: frontend_app.Frontend) -> None:
+        frontend.router.select_prefill = select
+
+    return hook
+
+
+def _unlabelled_in_every_domain(level: str, prefill: WorkerInfo, d: WorkerInfo) -> bool:
+    return d.domains.get(level, prefill.domains.get(level)) == prefill.domains.get(level)
+
+
+def _every_label(level: str, prefill: WorkerInfo, d: WorkerInfo) -> bool:
+    return dict(d.domains) == dict(prefill.domains)
+
+
+def _unlabelled_prefill_anywhere(level: str, prefill: WorkerInfo, d: WorkerInfo) -> bool:
+    return level not in prefill.domains or (level in d.domains and d.domains[level] == prefill.domains[level])
+
+
+def _fall_back_nearby(frontend: frontend_app.Frontend) -> None:
+    def candidates(policy: topology.TopologyPolicy, prefill: WorkerInfo, decode: Sequence[WorkerInfo]) -> topology.DecodeChoice:
+        choice = topology.decode_candidates(policy, prefill, decode)
+        if not choice.fallback:
+            return choice
+        near = [d for d in choice.candidates if any(d.domains.get(k) == v for k, v in prefill.domains.items())]
+        return topology.DecodeChoice(near or choice.candidates, fallback=True)
+
+    frontend.router.decode_candidates = candidates
+
+
+def _fall_back_silently(frontend: frontend_app.Frontend) -> None:
+    silent = logging.getLogger("servecert.nonconforming.silent")
+    silent.disabled = True
+    frontend.router.log = silent
+
+
+def _no_preselection(policy: topology.TopologyPolicy, prefill: Sequence[WorkerInfo], decode: Sequence[WorkerInfo]) -> list[WorkerInfo]:
+    return list(prefill)
+
+
+def _preselect_under_fail_only(
+    policy: topology.TopologyPolicy, prefill: Sequence[WorkerInfo], decode: Sequence[WorkerInfo]
+) -> list[WorkerInfo]:
+    return topology.eligible_prefill(policy, prefill, decode) if policy.mismatch_policy == topology.FAIL else list(prefill)
+
+
+def _preselect_without_fallback(
+    policy: topology.TopologyPolicy, prefill: Sequence[WorkerInfo], decode: Sequence[WorkerInfo]
+) -> list[WorkerInfo]:
+    level = policy.level
+    if level is None:
+        return list(prefill)
+    present = {d.domains[level] for d in decode if level in d.domains}
+    preferred = [p for p in prefill if p.domains.get(level) in present]
+    if not preferred:
+        raise NoWorkers(f"no prefill worker has a decode worker in its {level}")
+    return preferred
+
+
+def _preselect_when_unset(
+    policy: topology.TopologyPolicy, prefill: Sequence[WorkerInfo], decode: Sequence[WorkerInfo]
+) -> list[WorkerInfo]:
+    return topology.eligible_prefill(topology.TopologyPolicy(policy.level or "host", policy.mismatch_policy), prefill, decode)
+
+
+def _keep_left_decode(frontend: frontend_app.Frontend) -> None:
+    original = frontend._on_change
+
+    def on_change(kind: str, worker: WorkerInfo) -> None:
+        if kind == "removed" and worker.role == "decode":
+            return  # Broken: a decode worker that left stays routable.
+        original(kind, worker)
+
+    frontend._on_change = on_change  # type: ignore[method-assign]
+
+
+_PLAIN_GENERATE = frontend_app._generate
+
+
+async def _generate_retrying_anywhere(
+    request: web.Request,
+    fe: frontend_app.Frontend,
+    req: Any,
+    request_id: str,
+    worker: WorkerInfo,
+    handle: dict[str, Any] | None,
+    isl: int,
+) -> web.StreamResponse:
+    try:
+        return await _PLAIN_GENERATE(request, fe, req, request_id, worker, handle, isl)
+    except frontend_app.UpstreamError:
+        others = [d for d in fe.router.workers(req.model).decode if d.engine_id != worker.engine_id]
+        if handle is None or not others:
+            raise
+        # Broken: the retry takes any other decode worker, whatever its domain.
+        return await _PLAIN_GENERATE(request, fe, req, request_id, others[0], handle, isl)
+
+
+def _retry_decode_anywhere(frontend: frontend_app.Frontend) -> None:
+    # NB: the request path calls the module's _generate; this implementation owns its certify process.
+    frontend_app._generate = _generate_retrying_anywhere  # type: ignore[assignment]
+
+
+@dataclasses.dataclass
+class _DefaultsToFallback(ReferenceImplementation):
+    async def deploy(self, spec: DeploymentSpec, env: Environment) -> ReferenceDeployment:
+        if spec.router.mismatch_policy is None:  # Broken: an unset policy means fallback.
+            spec = dataclasses.replace(spec, router=dataclasses.replace(spec.router, mismatch_policy=topology.FALLBACK))
+        return await super().deploy(spec, env)
 
 
 def IgnoresTopology() -> ReferenceImplementation:
@@ -59,9 +187,69 @@ def FallsBackUnderFail() -> ReferenceImplementation:
 
 def RoutesToUnlabelled() -> ReferenceImplementation:
     """Routes KV to decode workers missing the level's label. Caught by RouterTopologyExcludesWorkersMissingLabel."""
-    return ReferenceImplementation(frontend_hook=_admit_unlabelled)
+    return ReferenceImplementation(frontend_hook=_matching(_unlabelled_in_every_domain))
 
 
 def FiltersWhenUnset() -> ReferenceImplementation:
     """Filters by host although no level is configured. Caught by RouterTopologyLevelUnsetNoFiltering."""
     return ReferenceImplementation(config_hook=_filter_even_when_unset)
+
+
+def ComparesEveryLabel() -> ReferenceImplementation:
+    """A decode worker must match the prefill at every level, not only the configured one. Caught by RouterTopologyMatchesTheLevelOnly."""
+    return ReferenceImplementation(frontend_hook=_matching(_every_label))
+
+
+def ComparesTheHost() -> ReferenceImplementation:
+    """Filters on the host whatever level is configured. Caught by RouterTopologyMatchesTheLevelOnly."""
+    return ReferenceImplementation(config_hook=_host_for_any_level)
+
+
+def FallsBackNearby() -> ReferenceImplementation:
+    """Falls back only to decode workers sharing some label with the prefill. Caught by RouterTopologyFallbackRoutesAnywhere."""
+    return ReferenceImplementation(frontend_hook=_fall_back_nearby)
+
+
+def FallsBackSilently() -> ReferenceImplementation:
+    """Falls back without the warning the seed asks for. Caught by RouterTopologyFallbackRoutesAnywhere."""
+    return ReferenceImplementation(frontend_hook=_fall_back_silently)
+
+
+def UnlabelledPrefillAnywhere() -> ReferenceImplementation:
+    """A prefill worker missing the level counts as in every domain. Caught by RouterTopologyPrefillMissingLabel."""
+    return ReferenceImplementation(frontend_hook=_matching(_unlabelled_prefill_anywhere))
+
+
+def NoPreselection() -> ReferenceImplementation:
+    """Chooses the prefill worker without regard to decode workers' domains. Caught by RouterTopologyPrefillPreselection."""
+    return ReferenceImplementation(frontend_hook=_selecting(_no_preselection))
+
+
+def PreselectsUnderFailOnly() -> ReferenceImplementation:
+    """Pre-selects prefill workers under fail, not under fallback. Caught by RouterTopologyPrefillPreselection."""
+    return ReferenceImplementation(frontend_hook=_selecting(_preselect_under_fail_only))
+
+
+def PreselectsWithoutFallback() -> ReferenceImplementation:
+    """With no prefill worker beside a decode worker, refuses instead of using them all. Caught by RouterTopologyPrefillPreselection."""
+    return ReferenceImplementation(frontend_hook=_selecting(_preselect_without_fallback))
+
+
+def PreselectsWhenUnset() -> ReferenceImplementation:
+    """Pre-selects prefill workers by host although no level is set. Caught by RouterTopologyLevelUnsetNoFiltering."""
+    return ReferenceImplementation(frontend_hook=_selecting(_preselect_when_unset))
+
+
+def DefaultsToFallback() -> ReferenceImplementation:
+    """Treats an unset mismatch policy as fallback. Caught by RouterTopologyDefaultPolicyIsFail."""
+    return _DefaultsToFallback()
+
+
+def RetriesDecodeAnywhere() -> ReferenceImplementation:
+    """Retries a failed decode leg on any other decode worker. Caught by RouterTopologyFailedDecodeStaysInDomain."""
+    return ReferenceImplementation(frontend_hook=_retry_decode_anywhere)
+
+
+def KeepsLeftDecode() -> ReferenceImplementation:
+    """Keeps routing to a decode worker that left the deployment. Caught by RouterTopologyDecodeJoinsAndLeaves."""
+    return ReferenceImplementation(frontend_hook=_keep_left_decode)

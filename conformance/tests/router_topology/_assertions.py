@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
+from fixtures.adapter import Deployment, LoggingDeployment, LogRecord
 from fixtures.observe import Transfer
 from fixtures.traffic import Outcome
 from protocol import waiting
@@ -54,3 +55,24 @@ async def condition_must_hold_eventually(
 ) -> None:
     """Poll ``probe`` until it is true ``consecutive`` times in a row, within ``timeout_s`` (else ``WaitTimeout``, an AssertionError)."""
     await waiting.until_async(probe, timeout_s=timeout_s, what=what, interval_s=poll_s, consecutive=consecutive)
+
+
+async def log_of(deployment: Deployment) -> list[LogRecord]:
+    """The implementation's own log records; fails, naming the contract, when the adapter offers none."""
+    if not isinstance(deployment, LoggingDeployment):
+        raise AssertionError(
+            f"{type(deployment).__name__} gives the suite no way to read the implementation's log, so seed 000's "
+            "'Log warning' cannot be checked: implement log_records() (fixtures.adapter.LoggingDeployment, docs/router.md)"
+        )
+    return await deployment.log_records()
+
+
+def log_must_warn_of(records: Sequence[LogRecord], level: str, what: str) -> None:
+    warnings = [r for r in records if r.level in ("WARNING", "ERROR", "CRITICAL")]
+    naming = [r for r in warnings if level in r.message]
+    assert naming, (
+        f"{what}: no warning naming the level {level!r} in the implementation's log "
+        f"({len(records)} records, {len(warnings)} at WARNING or above"
+        + (f", e.g. {warnings[0].message!r}" if warnings else "")
+        + ")"
+    )

@@ -17,7 +17,7 @@ DEFAULT_CONCURRENCY = 6
 
 
 def spec(
-    workers: Sequence[WorkerSpec], level: str | None, policy: str = "fail", time_scale: float = 0.0, timing: str = "polynomial"
+    workers: Sequence[WorkerSpec], level: str | None, policy: str | None = "fail", time_scale: float = 0.0, timing: str = "polynomial"
 ) -> DeploymentSpec:
     return DeploymentSpec(
         model=MODEL,

@@ -1,4 +1,12 @@
-"""fail policy while a same-domain decode worker joins and then leaves mid-run."""
+"""fail policy while a same-domain decode worker joins and then leaves mid-run.
+
+The worker that leaves keeps running (withdrawn from the deployment, its engine left serving:
+``ProcessEnvironment.linger``), so a router that still sends it work gets that work served, and
+its ground truth shows it: the refusal the suite waits for is the policy's error, not a refused
+connection to a stopped engine. After the refusals, further requests must fail too, the left
+worker must receive nothing, and no KV may move at all (the only decode worker left is in
+another domain).
+"""
 
 from __future__ import annotations
 
@@ -36,6 +44,8 @@ async def check(ctx: TestContext) -> None:
         during = await router_checks.drive(session, deployment, truth=before.truth)
         assertions.requests_must_succeed(during.outcomes, f"with a same-{level} decode worker present")
 
+        if ctx.env.name == "process":
+            ctx.process_env.linger(joined)
         await deployment.remove_worker(joined)
 
         async def refused() -> bool:
@@ -49,8 +59,18 @@ async def check(ctx: TestContext) -> None:
             f"requests refused after the same-{level} decode worker left",
             consecutive=t.required_consecutive_successes,
         )
-        await during.truth.refresh(deployment.workers)
+        await during.truth.refresh([*deployment.workers, joined])
+        seen = len(during.truth.records)
+        after = await router_checks.drive(session, deployment, count=6, concurrency=3, truth=during.truth)
+        await after.truth.refresh([joined])
+    assertions.requests_must_fail(after.outcomes, f"after the same-{level} decode worker left")
     assertions.transfers_must_stay_within(during.transfers(), level, "across the worker joining and leaving")
+    late = [r for r in after.truth.records[seen:] if r.get("engine_id") == joined.engine_id or r.get("transfer")]
+    assert not late, (
+        f"after the same-{level} decode worker {joined.engine_id} left and requests were refused, the engines recorded "
+        f"{len(late)} more requests or KV transfers, e.g. {late[0]}: a worker that left must never receive work again, "
+        "and under fail no KV may cross the boundary"
+    )
 
 
 TEST = ConformanceTest(

@@ -1,4 +1,11 @@
-"""Before prefill selection, prefill workers with a same-domain decode worker are preferred."""
+"""Before prefill selection, prefill workers with a same-domain decode worker are preferred; else all are eligible.
+
+``prefers``: two prefill workers in two domains, a decode worker in only one of them: every
+request's KV must come from the prefill worker beside it, under either policy (the row's fallback
+cell is "Same as fail"). ``otherwise-all``: no prefill worker has a decode worker in its domain
+(the only one shares nothing with either), under fallback so requests are served: both prefill
+workers must be used, as the row's "then fallback to all other prefill workers" says.
+"""
 
 from __future__ import annotations
 
@@ -10,25 +17,41 @@ from conformance.tests.router_topology import _assertions as assertions
 from conformance.tests.router_topology import _checks as router_checks
 from conformance.tests.router_topology import _placements as shapes
 
+PREFERS = "prefers"
+OTHERWISE_ALL = "otherwise-all"
+REQUESTS = 24
+
 
 async def check(ctx: TestContext) -> None:
-    level = ctx.params["level"]
-    workers = [shapes.prefill(level, 0), shapes.prefill(level, 1), shapes.decode(level, 0)]
-    deployment = await ctx.deploy(router_checks.spec(workers, level, "fail"))
-    near = deployment.workers[0]
+    level, policy, shape = ctx.params["level"], ctx.params["policy"], ctx.params["shape"]
+    if shape == PREFERS:
+        workers = [shapes.prefill(level, 0), shapes.prefill(level, 1), shapes.decode(level, 0)]
+    else:
+        far = shapes.sharing_nothing(shapes.domains(level, 0)) | {level: f"{level}-with-no-prefill"}
+        workers = [shapes.prefill(level, 0), shapes.prefill(level, 1), shapes.worker("decode", far)]
+    deployment = await ctx.deploy(router_checks.spec(workers, level, policy))
+    near, other = deployment.workers[0], deployment.workers[1]
     async with aiohttp.ClientSession() as session:
-        run = await router_checks.drive(session, deployment, count=24, concurrency=6)
-    assertions.requests_must_succeed(run.outcomes, f"two prefill {level}s, decode in one of them, policy=fail")
+        run = await router_checks.drive(session, deployment, count=REQUESTS, concurrency=6)
+    what = f"two prefill workers in two {level}s, policy={policy}, shape={shape}"
+    assertions.requests_must_succeed(run.outcomes, what)
     sources = {t.source for t in run.transfers()}
-    assert sources == {near.engine_id}, (
-        f"prefill preselection: only the prefill worker with a same-{level} decode worker ({near.engine_id}) may be chosen; "
-        f"KV came from {sorted(sources)}"
+    if shape == PREFERS:
+        assert sources == {near.engine_id}, (
+            f"{what}: only the prefill worker with a same-{level} decode worker ({near.engine_id}) may be chosen; "
+            f"KV came from {sorted(sources)}"
+        )
+        return
+    assert sources == {near.engine_id, other.engine_id}, (
+        f"{what}: with no prefill worker beside a decode worker, every prefill worker is eligible, but in {REQUESTS} "
+        f"requests at concurrency 6 KV came only from {sorted(sources)}"
     )
 
 
 TEST = ConformanceTest(
     short_name="RouterTopologyPrefillPreselection",
-    description="Seed 000 row 4: prefill workers that have decode workers in their domain are preferred before prefill selection.",
+    description="Seed 000 row 4, both policies: prefill workers with a decode worker in their domain are preferred; "
+    "when there are none, every prefill worker is eligible.",
     features=(
         features.DISAGGREGATED_SERVING,
         features.KV_TRANSFER_TOPOLOGY_FILTER,
@@ -39,7 +62,15 @@ TEST = ConformanceTest(
         "Failure Handling",
         "Filter for prefill workers that have decode workers in the same domain first and then fallback to all other prefill workers "
         "(window where a decode worker can join).",
+        note="The fallback column says 'Same as fail', so the prefers shape runs under both policies.",
     ),
-    cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
+    cases=(
+        *(
+            Case(f"{level}-{policy}", {"level": level, "policy": policy, "shape": PREFERS})
+            for level in shapes.LEVELS
+            for policy in shapes.POLICIES
+        ),
+        *(Case(f"{level}-{OTHERWISE_ALL}", {"level": level, "policy": "fallback", "shape": OTHERWISE_ALL}) for level in shapes.LEVELS),
+    ),
     check=check,
 )

@@ -91,8 +91,8 @@ def test_the_sample_package_yields_one_test_per_module_sorted_by_module() -> Non
     assert [t.source.rsplit(".", 1)[-1] for t in tests] == [
         "deploys",
         "error_503",
-        "fallback",
         "latency",
+        "preferred_weight",
         "topology_filter",
         "topology_unset",
     ]

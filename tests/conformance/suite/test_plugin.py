@@ -19,8 +19,8 @@ def test_each_case_is_one_item_named_after_the_test_and_the_case(pytester: pytes
             "*test_conformance.py::SampleDeploys[[]one-worker[]]",
             "*test_conformance.py::SampleDeploys[[]two-workers[]]",
             "*test_conformance.py::SampleError503[[]default[]]",
-            "*test_conformance.py::SampleFallback[[]default[]]",
             "*test_conformance.py::SampleLatency[[]default[]]",
+            "*test_conformance.py::SamplePreferredWeight[[]default[]]",
             "*test_conformance.py::SampleTopologyFilter[[]default[]]",
             "*test_conformance.py::SampleTopologyUnset[[]default[]]",
             "7 tests collected*",
@@ -34,7 +34,7 @@ def test_verdicts_become_skips_with_their_reasons(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines_random(
         [
             "SKIPPED * SampleError503[[]default[]]: provisional-skipped: provisional test; pass --include-provisional to run it",
-            "SKIPPED * SampleFallback[[]default[]]: not-supported: unsupported feature(s): KVTransferTopologyFallback",
+            "SKIPPED * SamplePreferredWeight[[]default[]]: not-supported: unsupported feature(s): KVTransferTopologyPreferredWeight",
             "SKIPPED * SampleLatency[[]default[]]: wrong-environment: runs only in: cluster; this run uses process*",
             "SKIPPED * SampleTopologyUnset[[]default[]]: skipped: listed in --skip-tests",
         ]
@@ -42,9 +42,9 @@ def test_verdicts_become_skips_with_their_reasons(pytester: pytest.Pytester) -> 
 
 
 def test_run_test_focuses_one_test_and_runs_it_although_its_feature_is_unsupported(pytester: pytest.Pytester) -> None:
-    result = suite_helpers.run_suite(pytester, "CORE_ONLY", "--run-test=SampleFallback", "-v")
+    result = suite_helpers.run_suite(pytester, "CORE_ONLY", "--run-test=SamplePreferredWeight", "-v")
     result.assert_outcomes(passed=1, skipped=6)
-    result.stdout.fnmatch_lines(["*SampleFallback[[]default[]] PASSED*"])
+    result.stdout.fnmatch_lines(["*SamplePreferredWeight[[]default[]] PASSED*"])
     result.stdout.fnmatch_lines(["SKIPPED * SampleDeploys[[]one-worker[]]: skipped: not selected by --run-test"])
 
 

@@ -18,10 +18,10 @@ ALL = features.names()
     [
         ({}, runner.RunOptions(supported_features=ALL), Verdict.RUN, ""),
         (
-            {"feature_names": (features.KV_TRANSFER_TOPOLOGY_FALLBACK, features.DISAGGREGATED_SERVING)},
+            {"feature_names": (features.KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT, features.DISAGGREGATED_SERVING)},
             runner.RunOptions(supported_features=CORE),
             Verdict.NOT_SUPPORTED,
-            "KVTransferTopologyFallback",
+            "KVTransferTopologyPreferredWeight",
         ),
         ({}, runner.RunOptions(supported_features=ALL, skip_tests=frozenset({"Example"})), Verdict.SKIPPED, "--skip-tests"),
         ({}, runner.RunOptions(supported_features=ALL, skip_tests=frozenset({"Example[default]"})), Verdict.SKIPPED, "--skip-tests"),
@@ -113,5 +113,5 @@ def test_an_unknown_profile_names_the_known_ones() -> None:
 
 
 def test_a_test_is_extended_when_any_of_its_features_is_extended() -> None:
-    assert profiles.ROUTER_TOPOLOGY.is_extended((features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FALLBACK))
+    assert profiles.ROUTER_TOPOLOGY.is_extended((features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT))
     assert not profiles.ROUTER_TOPOLOGY.is_extended((features.DISAGGREGATED_SERVING,))

@@ -5,7 +5,7 @@
 | deploys | SampleDeploys | DisaggregatedServing (core) | two cases |
 | topology_filter | SampleTopologyFilter | KVTransferTopologyFilter (core) | |
 | topology_unset | SampleTopologyUnset | KVTransferTopologyUnset (core) | |
-| fallback | SampleFallback | KVTransferTopologyFallback (extended) | |
+| preferred_weight | SamplePreferredWeight | KVTransferTopologyPreferredWeight (extended) | |
 | error_503 | SampleError503 | KVTransferTopologyError503 (extended) | provisional |
 | latency | SampleLatency | KVTransferTopologyLatency (extended) | cluster only |
 """

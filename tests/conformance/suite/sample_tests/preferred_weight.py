@@ -4,9 +4,9 @@ from tests.conformance.suite.sample_tests import _checks
 from tests.conformance.suite.suite_helpers import SAMPLE_SEED
 
 TEST = ConformanceTest(
-    short_name="SampleFallback",
-    description="A sample test of KV_TRANSFER_TOPOLOGY_FALLBACK.",
-    features=(features.KV_TRANSFER_TOPOLOGY_FALLBACK,),
+    short_name="SamplePreferredWeight",
+    description="A sample test of KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT.",
+    features=(features.KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT,),
     check=_checks.deploy_and_expect_good_frontend,
     seed=SAMPLE_SEED,
 )
