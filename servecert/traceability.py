@@ -119,6 +119,7 @@ REFERENCE_CODE: dict[str, tuple[str, ...]] = {
     "RouterTopologyMatchesTheLevelOnly": ("reference_impl/frontend/topology.py",),
     "RouterTopologyPreferredWeight": ("reference_impl/frontend/topology.py", "reference_impl/frontend/routing.py"),
     "RouterTopologyPrefillMissingLabel": ("reference_impl/frontend/topology.py",),
+    "RouterTopologyPrefillMissingLabelFallback": ("reference_impl/frontend/topology.py",),
     "RouterTopologyPrefillPreselection": ("reference_impl/frontend/topology.py", "reference_impl/frontend/router.py"),
     "RouterTopologyTransfersStayInDomain": ("reference_impl/frontend/topology.py", "reference_impl/frontend/router.py"),
     "WorkerTopologyStartupHardExit": ("fakes/topology_env.py", "fakes/serve.py"),

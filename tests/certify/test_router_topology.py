@@ -36,6 +36,7 @@ BROKEN = {
     "FallsBackNearby": "RouterTopologyFallbackRoutesAnywhere",
     "FallsBackSilently": "RouterTopologyFallbackRoutesAnywhere",
     "UnlabelledPrefillAnywhere": "RouterTopologyPrefillMissingLabel",
+    "RefusesUnlabelledPrefill": "RouterTopologyPrefillMissingLabelFallback",
     "NoPreselection": "RouterTopologyPrefillPreselection",
     "PreselectsUnderFailOnly": "RouterTopologyPrefillPreselection",
     "PreselectsWithoutFallback": "RouterTopologyPrefillPreselection",

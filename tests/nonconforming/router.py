@@ -94,6 +94,16 @@ def _fall_back_nearby(frontend: frontend_app.Frontend) -> None:
     frontend.router.decode_candidates = candidates
 
 
+def _refuse_unlabelled_prefill(frontend: frontend_app.Frontend) -> None:
+    def candidates(policy: topology.TopologyPolicy, prefill: WorkerInfo, decode: Sequence[WorkerInfo]) -> topology.DecodeChoice:
+        level = policy.level
+        if level is not None and level not in prefill.domains:  # Broken: no fallback for a prefill worker without the label.
+            raise topology.NoSameDomainDecode(level, topology.MISSING, prefill.engine_id)
+        return topology.decode_candidates(policy, prefill, decode)
+
+    frontend.router.decode_candidates = candidates
+
+
 def _fall_back_silently(frontend: frontend_app.Frontend) -> None:
     silent = logging.getLogger("servecert.nonconforming.silent")
     silent.disabled = True
@@ -218,6 +228,11 @@ def FallsBackSilently() -> ReferenceImplementation:
 def UnlabelledPrefillAnywhere() -> ReferenceImplementation:
     """A prefill worker missing the level counts as in every domain. Caught by RouterTopologyPrefillMissingLabel."""
     return ReferenceImplementation(frontend_hook=_matching(_unlabelled_prefill_anywhere))
+
+
+def RefusesUnlabelledPrefill() -> ReferenceImplementation:
+    """Refuses requests of a prefill worker missing the level, even under fallback. Caught by RouterTopologyPrefillMissingLabelFallback."""
+    return ReferenceImplementation(frontend_hook=_refuse_unlabelled_prefill)
 
 
 def NoPreselection() -> ReferenceImplementation:
