@@ -70,3 +70,8 @@ def unlabelled_decode(level: str, name: str = "") -> WorkerSpec:
 
 def unlabelled_prefill(level: str, name: str = "") -> WorkerSpec:
     return worker("prefill", missing(level), name)
+
+
+def unlabelled_prefill_beside_decode(level: str) -> list[WorkerSpec]:
+    """The only prefill worker lacks the level's label; a decode worker shares every other label, another is elsewhere."""
+    return [unlabelled_prefill(level, "unlabelled"), decode(level, 0), decode(level, 1)]

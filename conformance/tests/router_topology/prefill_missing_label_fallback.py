@@ -18,7 +18,7 @@ from conformance.tests.router_topology import _placements as shapes
 
 async def check(ctx: TestContext) -> None:
     level = ctx.params["level"]
-    workers = [shapes.unlabelled_prefill(level, "unlabelled"), shapes.decode(level, 0), shapes.decode(level, 1)]
+    workers = shapes.unlabelled_prefill_beside_decode(level)
     deployment = await ctx.deploy(router_checks.spec(workers, level, "fallback"))
     async with aiohttp.ClientSession() as session:
         run = await router_checks.drive(session, deployment, count=8, concurrency=4)
