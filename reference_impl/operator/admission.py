@@ -43,12 +43,12 @@ def dgd_errors(dgd: DynamoGraphDeployment, lookup: TopologyLookup, behaviour: Be
             errors.append(f"{field}.type: {ctype!r} is not one of {', '.join(COMPONENT_TYPES)}")
         topology = component.get("kvCacheTransferTopology")
         if topology is not None:
-            if ctype != FRONTEND:
+            if ctype != FRONTEND and behaviour.check_component_type:
                 errors.append(
                     f"{field}.kvCacheTransferTopology: only valid on components of type frontend, not {ctype!r}; "
                     "move it to the frontend component"
                 )
-            else:
+            elif ctype == FRONTEND:
                 with_topology.append((index, topology))
     if with_topology:
         errors += _topology_errors(spec, with_topology, lookup, behaviour)

@@ -35,6 +35,8 @@ class Behaviour:
     """Label pods before the scheduler binds them (from some node): seed 000 forbids it."""
     check_level: bool = True
     """Refuse a ``kvCacheTransferTopology.level`` that is not a domain of the ClusterTopology."""
+    check_component_type: bool = True
+    """Refuse ``kvCacheTransferTopology`` on a component not of type frontend."""
     pod_name: Callable[[str, int], str] = seed_pod_name
     topology_env: bool = True
     """Give frontends and workers the topology env and volume when kvCacheTransferTopology is set."""

@@ -34,6 +34,7 @@ OPTIMISTIC_STATUS = Behaviour(status_from_pods=False)
 LABELS_BEFORE_BINDING = Behaviour(inject_before_binding=True)
 LABELS_FROM_WRONG_NODE = Behaviour(label_node=_neighbour)
 ACCEPTS_BAD_LEVEL = Behaviour(check_level=False)
+ACCEPTS_TOPOLOGY_ON_WORKERS = Behaviour(check_component_type=False)
 
 
 def _variant(name: str) -> ReferenceImplementation:
@@ -54,6 +55,10 @@ def LabelsFromWrongNode() -> ReferenceImplementation:
 
 def AcceptsBadLevel() -> ReferenceImplementation:
     return _variant("ACCEPTS_BAD_LEVEL")
+
+
+def AcceptsTopologyOnWorkers() -> ReferenceImplementation:
+    return _variant("ACCEPTS_TOPOLOGY_ON_WORKERS")
 
 
 def WrongPodNames() -> ReferenceImplementation:

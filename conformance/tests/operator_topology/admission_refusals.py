@@ -1,4 +1,9 @@
-"""Seed 000's admission table: a DGD whose kvCacheTransferTopology cannot be honoured is refused, naming the field."""
+"""Seed 000's admission table: a DGD whose kvCacheTransferTopology cannot be honoured is refused, naming the field.
+
+Every refusal must come from the implementation: the suite's own copy of the DGD CRD carries no
+rule for any of these cases (``tests/fixtures/cluster/test_crds.py`` checks it lets each through),
+so an operator whose webhook lacks one of the checks is admitted and fails here.
+"""
 
 from __future__ import annotations
 

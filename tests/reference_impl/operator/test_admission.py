@@ -113,6 +113,12 @@ def test_transfer_topology_on_a_non_frontend_component_is_refused(index: int, ct
     ]
 
 
+def test_a_behaviour_without_the_component_check_accepts_it_on_a_worker() -> None:
+    obj = dgd()
+    obj["spec"]["components"][2]["kvCacheTransferTopology"] = {"level": "zone"}
+    assert dgd_errors(obj, FakeTopologies(), Behaviour(check_component_type=False)) == []
+
+
 def test_transfer_topology_on_frontend_and_worker_refuses_only_the_worker() -> None:
     obj = dgd()
     obj["spec"]["components"][2]["kvCacheTransferTopology"] = {"level": "zone"}
