@@ -63,6 +63,7 @@ IS_REVISION_LABEL: Final = "fusioninfer.io/revision"
 # Env the operator sets and the engines / frontend read.
 ENV_DYN_NAMESPACE: Final = "DYN_NAMESPACE"
 ENV_TOPOLOGY_ENABLED: Final = "DYN_TOPOLOGY_ENABLED"
+ENV_TOPOLOGY_WAIT: Final = "DYN_TOPOLOGY_WAIT_SECONDS"  # the worker's retry period for its topology file (the fakes' knob)
 ENV_TRANSFER_LEVEL: Final = "DYN_ROUTER_KV_TRANSFER_TOPOLOGY_LEVEL"
 ENV_MISMATCH_POLICY: Final = "DYN_ROUTER_KV_TRANSFER_MISMATCH_POLICY"
 ENV_DISCOVERY_BACKEND: Final = "DYN_DISCOVERY_BACKEND"

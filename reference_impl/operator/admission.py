@@ -68,6 +68,8 @@ def _topology_errors(
             f"{name!r} cannot be read; install Grove's ClusterTopology or remove kvCacheTransferTopology"
         ]
     domains = lookup.domains(name)
+    if domains is None and not behaviour.check_topology_exists:
+        return []
     if domains is None:
         return [f"spec.topologyConstraint.clusterTopologyName: ClusterTopology {name!r} not found; create it or correct the name"]
     errors = []

@@ -35,11 +35,15 @@ class Behaviour:
     """Label pods before the scheduler binds them (from some node): seed 000 forbids it."""
     check_level: bool = True
     """Refuse a ``kvCacheTransferTopology.level`` that is not a domain of the ClusterTopology."""
+    check_topology_exists: bool = True
+    """Refuse a DGD whose ``clusterTopologyName`` names no ClusterTopology; False admits it unchecked (broken)."""
     check_component_type: bool = True
     """Refuse ``kvCacheTransferTopology`` on a component not of type frontend."""
     pod_name: Callable[[str, int], str] = seed_pod_name
     topology_env: bool = True
     """Give frontends and workers the topology env and volume when kvCacheTransferTopology is set."""
+    worker_topology_wait: str | None = None
+    """``DYN_TOPOLOGY_WAIT_SECONDS`` imposed on workers over the user's; None leaves theirs (``"0"``: no retry period, broken)."""
     status_from_pods: bool = True
     """Count readiness from the pods; False reports every existing pod as ready (optimistic)."""
     pod_group_key: Callable[[str, int], str] | None = None

@@ -139,6 +139,7 @@ def desired_pods(
     images: Images = Images(),
     counts: Mapping[str, int] | None = None,
     isolate: bool = True,
+    topology_wait: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """name -> pod manifest for every replica of every component of the spec's revision (``counts`` overrides replicas)."""
     revs = revisions(dgd)
@@ -146,7 +147,7 @@ def desired_pods(
     for component in components(dgd):
         wanted = replicas(component) if counts is None else counts.get(str(component["name"]), replicas(component))
         for index in range(wanted):
-            pod = component_pod(dgd, component, index, levels, images, revs, isolate)
+            pod = component_pod(dgd, component, index, levels, images, revs, isolate, topology_wait)
             pods[pod["metadata"]["name"]] = pod
     return pods
 
@@ -191,6 +192,7 @@ def component_pod(
     images: Images,
     revs: Revisions,
     isolate: bool = True,
+    topology_wait: str | None = None,
 ) -> dict[str, Any]:
     meta = dgd["metadata"]
     ctype = str(component["type"])
@@ -204,6 +206,7 @@ def component_pod(
         env += [_env(kn.ENV_TRANSFER_LEVEL, topo["level"]), _env(kn.ENV_MISMATCH_POLICY, topo["mismatchPolicy"])]
     if topo and ctype in WORKER_TYPES and levels is not None:
         env += [_env(kn.ENV_TOPOLOGY_ENABLED, "true"), _env(kn.ENV_TRANSFER_LEVEL, topo["level"])]
+        env += [_env(kn.ENV_TOPOLOGY_WAIT, topology_wait)] if topology_wait is not None else []
         volumes.append(topology_volume(levels))
         mounts.append({"name": kn.TOPOLOGY_VOLUME, "mountPath": kn.TOPOLOGY_MOUNT_PATH, "readOnly": True})
         annotations[CLUSTER_TOPOLOGY_ANNOTATION] = str(cluster_topology_name(dgd))

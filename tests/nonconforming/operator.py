@@ -34,6 +34,8 @@ OPTIMISTIC_STATUS = Behaviour(status_from_pods=False)
 LABELS_BEFORE_BINDING = Behaviour(inject_before_binding=True)
 LABELS_FROM_WRONG_NODE = Behaviour(label_node=_neighbour)
 ACCEPTS_BAD_LEVEL = Behaviour(check_level=False)
+ACCEPTS_MISSING_TOPOLOGY = Behaviour(check_topology_exists=False)
+NO_TOPOLOGY_RETRY = Behaviour(worker_topology_wait="0")
 ACCEPTS_TOPOLOGY_ON_WORKERS = Behaviour(check_component_type=False)
 
 
@@ -57,12 +59,20 @@ def AcceptsBadLevel() -> ReferenceImplementation:
     return _variant("ACCEPTS_BAD_LEVEL")
 
 
+def AcceptsMissingTopology() -> ReferenceImplementation:
+    return _variant("ACCEPTS_MISSING_TOPOLOGY")
+
+
 def AcceptsTopologyOnWorkers() -> ReferenceImplementation:
     return _variant("ACCEPTS_TOPOLOGY_ON_WORKERS")
 
 
 def WrongPodNames() -> ReferenceImplementation:
     return _variant("WRONG_POD_NAMES")
+
+
+def NoTopologyRetry() -> ReferenceImplementation:
+    return _variant("NO_TOPOLOGY_RETRY")
 
 
 def NoTopologyEnv() -> ReferenceImplementation:

@@ -80,6 +80,12 @@ def test_missing_cluster_topology_is_refused() -> None:
     ]
 
 
+def test_a_behaviour_without_the_existence_check_accepts_a_missing_topology() -> None:
+    obj = dgd()
+    obj["spec"]["topologyConstraint"]["clusterTopologyName"] = "other-topology"
+    assert dgd_errors(obj, FakeTopologies(), Behaviour(check_topology_exists=False)) == []
+
+
 def test_level_that_is_not_a_domain_is_refused() -> None:
     obj = dgd()
     obj["spec"]["components"][0]["kvCacheTransferTopology"]["level"] = "datacenter"
