@@ -123,6 +123,7 @@ REFERENCE_CODE: dict[str, tuple[str, ...]] = {
     "RouterTopologyPrefillPreselection": ("reference_impl/frontend/topology.py", "reference_impl/frontend/router.py"),
     "RouterTopologyTransfersStayInDomain": ("reference_impl/frontend/topology.py", "reference_impl/frontend/router.py"),
     "WorkerTopologyStartupHardExit": ("fakes/topology_env.py", "fakes/serve.py"),
+    "WorkerTopologyStartupWaitsForLabels": ("reference_impl/operator/dgd_pods.py", "fakes/topology_env.py"),
 }
 
 

@@ -79,6 +79,15 @@ async def pods(env: ClusterEnvironment, selector: str = "") -> list[kube_objects
     return await asyncio.to_thread(kube.list_pods, env.api, env.namespace, selector)
 
 
+async def label_pod(env: ClusterEnvironment, name: str, labels: Mapping[str, str]) -> None:
+    await asyncio.to_thread(kube.label_pod, env.api, env.namespace, name, labels)
+
+
+async def worker_metadata(env: ClusterEnvironment) -> list[kube_objects.WorkerMetadata]:
+    """What the engines registered for discovery in the case's namespace (the suite's fakes: ground truth)."""
+    return await asyncio.to_thread(kube.list_worker_metadata, env.api, env.namespace)
+
+
 async def nodes(env: ClusterEnvironment) -> dict[str, dict[str, str]]:
     """name -> labels of every node (the suite created them: ground truth of placement)."""
     found = await asyncio.to_thread(kube.list_nodes, env.api)

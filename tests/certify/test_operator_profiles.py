@@ -32,7 +32,7 @@ def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, 
         pytest.skip(f"backend {cluster.backend} has no pod runner")
     code, report, output = certify(cluster, "reference", tmp_path, "--workers", "1")
     assert code == 0, output[-3000:]
-    for name, tests in zip(PROFILES, (4, 3), strict=True):
+    for name, tests in zip(PROFILES, (5, 3), strict=True):
         core = profile_of(report, name)["core"]
         assert core["result"] == "success", core
         assert core["statistics"]["passed"] == tests and core["statistics"]["skipped"] == 0, core
@@ -50,8 +50,8 @@ def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, 
         ("tests.nonconforming.operator:AcceptsMissingTopology", "OPERATOR-TOPOLOGY", "OperatorTopologyAdmission"),
         ("tests.nonconforming.operator:AcceptsTopologyOnWorkers", "OPERATOR-TOPOLOGY", "OperatorTopologyAdmission"),
         ("tests.nonconforming.operator:NoTopologyEnv", "OPERATOR-TOPOLOGY", "OperatorTopologyEnvAndVolume"),
-        ("tests.nonconforming.operator:NoTopologyEnv", "OPERATOR-TOPOLOGY", "WorkerTopologyStartupHardExit"),
         ("tests.nonconforming.operator:NoTopologyRetry", "OPERATOR-TOPOLOGY", "WorkerTopologyStartupHardExit"),
+        ("tests.nonconforming.operator:NoTopologyEnv", "OPERATOR-TOPOLOGY", "WorkerTopologyStartupWaitsForLabels"),
         ("tests.nonconforming.operator:WrongPodNames", "INFERENCESERVICE-API", "InferenceServiceObjects"),
         ("tests.nonconforming.operator:OptimisticStatus", "INFERENCESERVICE-API", "InferenceServiceStatus"),
     ],
@@ -63,8 +63,8 @@ def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, 
         "accepts-missing-topology",
         "accepts-topology-on-workers",
         "no-topology-env",
-        "no-topology-env-worker-starts",
         "no-topology-retry",
+        "no-topology-env-late-label-unseen",
         "wrong-pod-names",
         "optimistic-status",
     ],
