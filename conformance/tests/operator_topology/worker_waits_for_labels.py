@@ -1,13 +1,13 @@
 """Seed 000's start-up row, the other half: a worker whose topology file appears within its retry period starts.
 
 Topology labels are patched onto a pod after it is scheduled, so a worker may start before its
-file exists; the seed's "after a retry period" gives the file time to appear. The level cannot be
-resolved from any node (``_unresolvable``), so once the decode worker's process has run for half
-its retry period (and must still be running: a worker with no retry period has exited by then),
-the suite patches the level's label onto its pod itself, as a late Grove would. The operator's projection
-must carry it into the worker's file while the worker waits: the worker must become Ready in
-its first run (no exit, no restart) and register that value as its domain for the level (its
-WorkerMetadata, published by the suite's own fake engine).
+file exists; the seed's "after a retry period" gives the file time to appear. The level cannot
+be resolved from any node (``_unresolvable``), so once the decode worker's process has run for
+half its retry period (and must still be running: a worker with no retry period has exited by
+then), the suite patches the level's label onto its pod itself, as a late Grove would. The
+operator's projection must carry it into the worker's file while the worker waits: the worker
+must become Ready in its first run (no exit, no restart) and register that value as its domain
+for the level (its WorkerMetadata, published by the suite's own fake engine).
 """
 
 from __future__ import annotations
