@@ -124,11 +124,11 @@ class Timeouts:
     worker_topology_wait_s: float = _setting(
         10.0,
         "s",
-        "DYN_TOPOLOGY_WAIT_SECONDS given to the workers of the WorkerTopologyStartup tests: the retry period a worker waits for its "
-        "topology file before it must exit non-zero; the exit must come no sooner (within the API's 1 s timestamps), and a label "
-        "patched at half the period must let the worker start. The suite "
-        "waits this plus pods_ready_s for the exit. Longer tells a worker with no retry period apart better (its start-up alone "
-        "took 2 s on a quiet machine, more on a busy one). Conformant bound: at least 10 s.",
+        "DYN_TOPOLOGY_WAIT_SECONDS given to the workers of the WorkerTopologyStartup tests: the retry period a worker waits for"
+        " its topology file before it must exit non-zero; the exit must come no sooner (within the API's 1 s timestamps), and a"
+        " label patched at half the period must let the worker start. The suite waits this plus pods_ready_s for the exit. "
+        "Longer tells a worker with no retry period apart better (its start-up alone took 2 s on a quiet machine, more on a "
+        "busy one). Conformant bound: at least 10 s.",
         concern="operator",
         bound=10.0,
         kind=MINIMUM,

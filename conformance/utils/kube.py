@@ -30,7 +30,7 @@ from protocol import kube_names as kn
 from protocol import kube_objects, waiting
 
 Resource = kube.Resource
-DGD, ISVC, PODGROUP = kube.DGD, kube.ISVC, kube.PODGROUP
+DGD, ISVC, PODGROUP, CLUSTER_TOPOLOGY = kube.DGD, kube.ISVC, kube.PODGROUP, kube.CLUSTER_TOPOLOGY
 def env_of(ctx: TestContext) -> ClusterEnvironment:
     if not isinstance(ctx.env, ClusterEnvironment):
         raise TypeError(f"{ctx.name} needs the cluster environment, runs in {ctx.env.name!r}")
@@ -79,6 +79,11 @@ async def pods(env: ClusterEnvironment, selector: str = "") -> list[kube_objects
     return await asyncio.to_thread(kube.list_pods, env.api, env.namespace, selector)
 
 
+async def pod(env: ClusterEnvironment, name: str) -> kube_objects.Pod | None:
+    """The pod in the case's namespace, or None when there is none."""
+    return await asyncio.to_thread(kube.read_pod, env.api, env.namespace, name)
+
+
 async def label_pod(env: ClusterEnvironment, name: str, labels: Mapping[str, str]) -> None:
     await asyncio.to_thread(kube.label_pod, env.api, env.namespace, name, labels)
 
@@ -114,6 +119,13 @@ def fake_node(name: str, resource: str, count: int = 16) -> dict[str, Any]:
     labels = {topology.ZONE_LABEL: f"zone-{name}", topology.RACK_LABEL: f"rack-{name}"}
     resources = {"cpu": "64", "memory": "512Gi", "pods": "110", topology.GPU_RESOURCE: "16", resource: str(count)}
     return topology.fake_node(name, labels, resources)
+
+
+async def add_cluster_object(env: ClusterEnvironment, resource: Resource, body: Mapping[str, Any]) -> None:
+    """Create a cluster-scoped object for this case; it is deleted when the environment closes."""
+    await asyncio.to_thread(kube.create_cluster_object, env.api, resource, body)
+    name = body["metadata"]["name"]
+    env.cleanups.append(lambda: kube.delete_cluster_object(env.api, resource, name))
 
 
 async def add_node(env: ClusterEnvironment, node: dict[str, Any]) -> None:

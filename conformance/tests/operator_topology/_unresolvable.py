@@ -11,7 +11,6 @@ written by the pod runner from the process it ran.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 from typing import Any
 
@@ -33,8 +32,7 @@ async def deploy(env: ClusterEnvironment, retry_s: float) -> None:
         {"domain": MISSING_LEVEL, "labelKey": "servecert.io/no-node-has-this"},
     ]
     body = {"apiVersion": f"{kn.CT_GROUP}/{kn.CT_VERSION}", "kind": kn.CT_KIND, "metadata": {"name": topology}, "spec": {"levels": levels}}
-    await asyncio.to_thread(env.custom.create_cluster_custom_object, kn.CT_GROUP, kn.CT_VERSION, kn.CT_PLURAL, body)
-    env.cleanups.append(lambda: env.custom.delete_cluster_custom_object(kn.CT_GROUP, kn.CT_VERSION, kn.CT_PLURAL, topology))
+    await kc.add_cluster_object(env, kc.CLUSTER_TOPOLOGY, body)
     dgd = manifests.dgd(DGD_NAME, level=MISSING_LEVEL, prefill=1, decode=1, cluster_topology=topology)
     for component in dgd["spec"]["components"]:
         component["env"] = [{"name": kn.ENV_TOPOLOGY_WAIT, "value": f"{retry_s:g}"}]

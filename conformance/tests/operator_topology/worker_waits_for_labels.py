@@ -54,10 +54,10 @@ async def check(ctx: TestContext) -> None:
 
 
 async def _pod(env: ClusterEnvironment, name: str) -> kube_objects.Pod:
-    found = [p for p in await kc.pods(env, unresolvable.DECODE) if p["metadata"]["name"] == name]
-    if not found:
+    found = await kc.pod(env, name)
+    if found is None:
         raise AssertionError(f"the decode worker's pod {name} is gone; the operator must keep it while it waits for its file")
-    return found[0]
+    return found
 
 
 def worker_must_still_wait(pod: kube_objects.Pod, period_s: float) -> None:
