@@ -236,6 +236,7 @@ class DGDComponent(TypedDict, total=False):
     args: list[str]
     env: list[EnvVar]
     resources: dict[str, Any]
+    extraPodSpec: dict[str, Any]
     kvCacheTransferTopology: KvCacheTransferTopology | None
 
 

@@ -65,9 +65,9 @@ ROUTER_TOPOLOGY = Profile(
             features.KV_TRANSFER_TOPOLOGY_LATENCY,
         }
     ),
-    # NB: its tests deploy through Implementation.deploy on engines the environment starts; on the
-    # cluster that needs a DGD-backed deployment (not built yet), so the profile runs in process only.
-    environments=frozenset({"process"}),
+    # NB: in process its tests deploy through Implementation.deploy on engines the environment starts;
+    # on a cluster the suite writes a DGD and the implementation's operator deploys it (fixtures.cluster_deploy).
+    environments=frozenset({"process", "cluster"}),
 )
 
 PLANNER_SCALING = Profile(

@@ -173,16 +173,36 @@ class TestContext:
         self.cleanups.append(cleanup)
 
     async def deploy(self, spec: DeploymentSpec) -> Deployment:
-        """Deploy through the implementation within deploy_ready_s; the deployment is closed after the check."""
-        deadline = asyncio.timeout(self.timeouts.deploy_ready_s)
+        """Deploy ``spec`` within its bound; the deployment is closed after the check.
+
+        In the process environment the implementation's adapter deploys it (``deploy_ready_s``); on a
+        cluster the suite writes the DGD and the implementation's operator makes it real
+        (``fixtures.cluster_deploy``, ``pods_ready_s``), so the same checks judge both.
+        """
+        from fixtures.cluster_env import ClusterEnvironment
+
+        on_cluster = isinstance(self.env, ClusterEnvironment)
+        bound, key = (self.timeouts.pods_ready_s, "pods_ready_s") if on_cluster else (self.timeouts.deploy_ready_s, "deploy_ready_s")
+        deadline = asyncio.timeout(bound)
         try:
             async with deadline:
-                deployment = await self.implementation.deploy(spec, self.env)
+                deployment = await self._deploy(spec)
         except TimeoutError:
             if not deadline.expired():
                 raise
-            raise DeployTimeout(
-                f"{self.name}: the implementation did not deploy {spec.model!r} within deploy_ready_s={self.timeouts.deploy_ready_s:g} s"
-            ) from None
-        self.add_cleanup(deployment.close)
+            raise DeployTimeout(f"{self.name}: the implementation did not deploy {spec.model!r} within {key}={bound:g} s") from None
+        if not on_cluster:
+            self.add_cleanup(deployment.close)
         return deployment
+
+    async def _deploy(self, spec: DeploymentSpec) -> Deployment:
+        from fixtures import cluster_deploy
+        from fixtures.cluster_env import ClusterEnvironment
+
+        if not isinstance(self.env, ClusterEnvironment):
+            return await self.implementation.deploy(spec, self.env)
+        t = self.timeouts
+        probe = cluster_deploy.routing_probe(self.implementation)
+        deployment = cluster_deploy.ClusterDeployment(self.env, spec, t.pods_ready_s, t.cluster_routing_grace_s, probe)
+        self.add_cleanup(deployment.close)  # NB: before start(): a DGD that never became ready is removed too
+        return await deployment.start()

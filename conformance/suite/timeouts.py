@@ -97,6 +97,14 @@ class Timeouts:
         bound=3,
         kind=MINIMUM,
     )
+    cluster_routing_grace_s: float = _setting(
+        3.0,
+        "s",
+        "Cluster environment, an implementation without a routing probe (fixtures.cluster_deploy.RoutingProbe): how long the "
+        "suite waits, once every worker pod is Ready and registered and the DGD is Ready, before it sends a case's traffic. "
+        "Paces the suite; no bound.",
+        concern="router",
+    )
     # -- operator: the cluster environment (OPERATOR-TOPOLOGY, INFERENCESERVICE-API).
     operator_reconcile_s: float = _setting(
         30.0,

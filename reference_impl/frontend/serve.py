@@ -6,8 +6,10 @@ Router settings come from the environment, as an operator injects them into a fr
 command line may override the mode. Discovery: ``DYN_DISCOVERY_BACKEND=kubernetes`` (with
 ``POD_NAMESPACE`` and ``KUBECONFIG``) lists WorkerMetadata objects (``kube_discovery``);
 otherwise ``--discovery-dir`` names the folder of file discovery. Prints ``url=...`` and
-``ready`` once listening. ``--frontend-id`` (the id engines record in their ground truth for every
-request this frontend preprocessed) defaults to ``$POD_NAME``, so on a cluster it names the pod.
+``ready`` once listening. Log records go to stderr with their level name (``WARNING`` for a
+topology fallback), which is how the suite reads a frontend pod's warnings. ``--frontend-id``
+(the id engines record in their ground truth for every request this frontend preprocessed)
+defaults to ``$POD_NAME``, so on a cluster it names the pod.
 
 Termination (SIGTERM or SIGINT), as a pod in a rolling update sees it: stop listening at once,
 close idle keep-alive connections, let requests and streams in flight finish for up to
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import logging
 import os
 import signal
 import sys
@@ -66,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     if args.router_mode:
         config = dataclasses.replace(config, router_mode=args.router_mode)
+    # NB: a level name on every line: the suite reads a pod's warnings from its log (seed 000: "Log warning").
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         discovery = discovery_for(config, args.discovery_dir)
     except ValueError as exc:

@@ -40,6 +40,8 @@ class Behaviour:
     check_component_type: bool = True
     """Refuse ``kvCacheTransferTopology`` on a component not of type frontend."""
     pod_name: Callable[[str, int], str] = seed_pod_name
+    default_mismatch_policy: str = "fail"
+    """The router's mismatch policy when ``kvCacheTransferTopology`` omits it (seed 000: fail; fallback is broken)."""
     topology_env: bool = True
     """Give frontends and workers the topology env and volume when kvCacheTransferTopology is set."""
     worker_topology_wait: str | None = None

@@ -12,7 +12,8 @@ so that a restarted operator recomputes the same names and never creates duplica
 revisions never collide; their labels carry both revisions (``rollout`` reads them back). What
 each pod gets (seed 000):
 
-* every pod: ``DYN_NAMESPACE`` (its revision's dynamo namespace), Kubernetes discovery
+* every pod: its component's ``extraPodSpec`` scheduling (nodeSelector, tolerations, affinity),
+  ``DYN_NAMESPACE`` (its revision's dynamo namespace), Kubernetes discovery
   (``DYN_DISCOVERY_BACKEND=kubernetes`` and the pod's name, namespace and uid from the Downward
   API), the owner reference to the DGD (so deleting it removes everything);
 * frontend pods with ``kvCacheTransferTopology``: the router's level and mismatch policy env;
@@ -58,9 +59,13 @@ FRONTEND_PORT = 8000
 """Where frontends listen (the pod runner's default port for the frontend image)."""
 PROXY_ADMIN_PORT = 8404
 PROXY_SLOTS = 8
+DEFAULT_MISMATCH_POLICY = "fail"
+"""Seed 000: "The default for mismachPolicy will be fail" (the DGD's schema sets none: the operator applies it)."""
 TERMINATION_GRACE_S = 30
 """Engines and frontends finish the streams in flight before they exit (up to 20 s); kubelet waits this long."""
-TEMPLATE_KEYS = ("name", "type", "image", "args", "env", "resources", "kvCacheTransferTopology")
+TEMPLATE_KEYS = ("name", "type", "image", "args", "env", "resources", "extraPodSpec", "kvCacheTransferTopology")
+SCHEDULING_KEYS = ("nodeSelector", "tolerations", "affinity")
+"""What ``extraPodSpec`` may set on a component's pods (the CRD's fields)."""
 
 
 @dataclass(frozen=True)
@@ -110,12 +115,12 @@ def pod_revisions(pod: Pod) -> Revisions:
     return Revisions(str(labels.get(WORKERS_REVISION_LABEL, "")), str(labels.get(FRONTEND_REVISION_LABEL, "")))
 
 
-def transfer_topology(dgd: DynamoGraphDeployment) -> KvCacheTransferTopology | None:
-    """The first frontend's ``kvCacheTransferTopology`` (with defaults), or None."""
+def transfer_topology(dgd: DynamoGraphDeployment, default_policy: str = DEFAULT_MISMATCH_POLICY) -> KvCacheTransferTopology | None:
+    """The first frontend's ``kvCacheTransferTopology``, its omitted ``mismatchPolicy`` the seed's default; or None."""
     for component in components(dgd):
         topo = component.get("kvCacheTransferTopology")
         if component.get("type") == FRONTEND and topo:
-            return {"mismatchPolicy": "fail", **topo}
+            return {"mismatchPolicy": default_policy, **topo}
     return None
 
 
@@ -140,6 +145,7 @@ def desired_pods(
     counts: Mapping[str, int] | None = None,
     isolate: bool = True,
     topology_wait: str | None = None,
+    default_policy: str = DEFAULT_MISMATCH_POLICY,
 ) -> dict[str, dict[str, Any]]:
     """name -> pod manifest for every replica of every component of the spec's revision (``counts`` overrides replicas)."""
     revs = revisions(dgd)
@@ -147,7 +153,7 @@ def desired_pods(
     for component in components(dgd):
         wanted = replicas(component) if counts is None else counts.get(str(component["name"]), replicas(component))
         for index in range(wanted):
-            pod = component_pod(dgd, component, index, levels, images, revs, isolate, topology_wait)
+            pod = component_pod(dgd, component, index, levels, images, revs, isolate, topology_wait, default_policy)
             pods[pod["metadata"]["name"]] = pod
     return pods
 
@@ -193,11 +199,12 @@ def component_pod(
     revs: Revisions,
     isolate: bool = True,
     topology_wait: str | None = None,
+    default_policy: str = DEFAULT_MISMATCH_POLICY,
 ) -> dict[str, Any]:
     meta = dgd["metadata"]
     ctype = str(component["type"])
     dyn_ns = dynamo_namespace(dgd, revs.workers, isolate)
-    topo = transfer_topology(dgd) if levels is not None else None
+    topo = transfer_topology(dgd, default_policy) if levels is not None else None
     env = _base_env(dyn_ns)
     annotations: dict[str, str] = {}
     volumes: list[dict[str, Any]] = []
@@ -240,8 +247,15 @@ def component_pod(
             "volumes": volumes,
             "restartPolicy": "Always",
             "terminationGracePeriodSeconds": TERMINATION_GRACE_S,
+            **scheduling(component),
         },
     }
+
+
+def scheduling(component: DGDComponent) -> dict[str, Any]:
+    """The component's ``extraPodSpec`` scheduling fields, as the pod spec carries them."""
+    extra = component.get("extraPodSpec") or {}
+    return {key: extra[key] for key in SCHEDULING_KEYS if extra.get(key)}
 
 
 def topology_volume(levels: Sequence[str]) -> dict[str, Any]:

@@ -147,7 +147,9 @@ def plan(
         counts = out.step.new
         out.delete += _scale_down(old_workers, out.step.old)
     counts.update(frontend_targets)
-    desired = dgd_pods.desired_pods(dgd, levels, images, counts, isolate, behaviour.worker_topology_wait)
+    desired = dgd_pods.desired_pods(
+        dgd, levels, images, counts, isolate, behaviour.worker_topology_wait, behaviour.default_mismatch_policy
+    )
     have = {v.name for v in live}
     out.create = [pod for name, pod in desired.items() if name not in have]
     out.delete += [v.name for v in live if _same_set(v, target) and v.name not in desired]

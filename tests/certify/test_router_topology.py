@@ -1,7 +1,10 @@
 """The suite fails every deliberately broken router, naming the test that caught it, and passes the reference.
 
 Each case runs ``servecert certify`` on the ROUTER-TOPOLOGY profile in a subprocess, exactly as a
-vendor would, and reads the report it writes.
+vendor would, and reads the report it writes. In the process environment the broken routers are
+in-process variants of the reference frontend. On the cluster the same checks run against a DGD
+the suite writes and the reference operator deploys: one case of every test (the ``rack`` level;
+every case runs in ``make certify``) and an operator whose default policy is wrong.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.cluster.backends import Cluster
 from tests.certify.run import certify as certify_subprocess
 from tests.certify.run import profile_of
 
@@ -19,6 +23,10 @@ PROFILE = "ROUTER-TOPOLOGY"
 
 def certify(implementation: str, report_dir: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     return certify_subprocess(implementation, report_dir, "--profile", PROFILE, "--env", "process", *args)
+
+
+def certify_on(cluster: Cluster, implementation: str, report_dir: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    return certify_subprocess(implementation, report_dir, "--profile", PROFILE, "--env", "cluster", *args, cluster_name=cluster.name)
 
 
 def failed_tests(report: dict[str, Any]) -> set[str]:
@@ -69,3 +77,50 @@ def test_the_reference_router_passes_the_whole_profile(tmp_path: Path) -> None:
     for name in ("summary.html", "junit.xml"):
         assert (tmp_path / name).is_file()
     assert any((tmp_path / "allure-results").iterdir())
+
+
+RACK_CASES = (
+    "RouterTopologyTransfersStayInDomain[rack]",
+    "RouterTopologyMatchesTheLevelOnly[rack]",
+    "RouterTopologyFailWithoutSameDomainDecode[rack]",
+    "RouterTopologyDefaultPolicyIsFail[rack]",
+    "RouterTopologyFailedDecodeStaysInDomain[rack]",
+    "RouterTopologyDecodeJoinsAndLeaves[rack]",
+    "RouterTopologyExcludesWorkersMissingLabel[rack]",
+    "RouterTopologyFallbackKeepsSameDomain[rack]",
+    "RouterTopologyFallbackRoutesAnywhere[rack]",
+    "RouterTopologyPrefillMissingLabel[rack]",
+    "RouterTopologyPrefillMissingLabelFallback[rack]",
+    "RouterTopologyPrefillPreselection[rack-fail]",
+    "RouterTopologyPrefillPreselection[rack-fallback]",
+    "RouterTopologyPrefillPreselection[rack-otherwise-all]",
+    "RouterTopologyLevelUnsetNoFiltering[rack]",
+)
+"""One case of every core test, at the rack level: a rack test's placements share a zone, so it also shows labels
+flowing from each worker's own node (the whole profile, every level, runs in ``make certify``)."""
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+@pytest.mark.xdist_group("certify")  # NB: certify runs are heavy; one at a time on one worker
+def test_the_reference_passes_every_core_test_on_the_cluster(cluster: Cluster, tmp_path: Path) -> None:
+    if not cluster.has_pod_runner:
+        pytest.skip(f"backend {cluster.backend} has no pod runner")
+    selected = [arg for name in RACK_CASES for arg in ("--run-test", name)]
+    code, report, output = certify_on(cluster, "reference", tmp_path, *selected)
+    assert code == 0, output[-3000:]
+    core = profile_of(report, PROFILE)["core"]
+    assert core["result"] == "success", core
+    assert core["statistics"]["skipped"] == 0 and core["statistics"]["failed"] == 0, core
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+@pytest.mark.xdist_group("certify")
+def test_an_operator_defaulting_to_fallback_fails_the_default_policy_test(cluster: Cluster, tmp_path: Path) -> None:
+    """The DGD's schema sets no default policy, so the operator's own default reaches the frontend and is judged."""
+    caught_by = "RouterTopologyDefaultPolicyIsFail"
+    code, report, output = certify_on(cluster, "tests.nonconforming.operator:DefaultsToFallback", tmp_path, "--run-test", caught_by)
+    assert code == 1, f"certify must exit 1 for a non-conforming operator, got {code}:\n{output[-3000:]}"
+    assert profile_of(report, PROFILE)["core"]["result"] == "failure"
+    assert failed_tests(report) == {caught_by}, f"{caught_by} did not fail alone; failed: {sorted(failed_tests(report))}"

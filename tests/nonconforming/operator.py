@@ -37,6 +37,7 @@ ACCEPTS_BAD_LEVEL = Behaviour(check_level=False)
 ACCEPTS_MISSING_TOPOLOGY = Behaviour(check_topology_exists=False)
 NO_TOPOLOGY_RETRY = Behaviour(worker_topology_wait="0")
 ACCEPTS_TOPOLOGY_ON_WORKERS = Behaviour(check_component_type=False)
+DEFAULTS_TO_FALLBACK = Behaviour(default_mismatch_policy="fallback")
 
 
 def _variant(name: str) -> ReferenceImplementation:
@@ -81,3 +82,8 @@ def NoTopologyEnv() -> ReferenceImplementation:
 
 def OptimisticStatus() -> ReferenceImplementation:
     return _variant("OPTIMISTIC_STATUS")
+
+
+def DefaultsToFallback() -> ReferenceImplementation:
+    """Seed 000: an omitted mismatchPolicy is fail; this operator gives the frontend fallback (ROUTER-TOPOLOGY, cluster)."""
+    return _variant("DEFAULTS_TO_FALLBACK")

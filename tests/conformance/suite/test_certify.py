@@ -61,8 +61,8 @@ def test_a_core_skip_also_means_exit_status_1(tmp_path: Path) -> None:
             "GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROLLOUT-ISOLATION, ROUTER-TOPOLOGY",
         ),
         (
-            ["--env=cluster", "--profile=ROUTER-TOPOLOGY"],
-            "profile ROUTER-TOPOLOGY does not run in the cluster environment (it runs in: process)",
+            ["--env=cluster", "--profile=PLANNER-SCALING"],
+            "profile PLANNER-SCALING does not run in the cluster environment (it runs in: process)",
         ),
         (["--timeout=nap_s=1"], "--timeout: unknown timeout key(s) nap_s; known keys: deploy_ready_s"),
         (["--exempt-features=Nope"], "--exempt-features: unknown feature(s) Nope; known features:"),

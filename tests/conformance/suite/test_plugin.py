@@ -98,8 +98,8 @@ def test_the_collector_module_without_an_implementation_says_what_is_missing(pyt
             "GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROLLOUT-ISOLATION, ROUTER-TOPOLOGY*",
         ),
         (
-            ["--implementation=tests.conformance.suite.sample_adapter:FULL", "--env=cluster", "--profile=ROUTER-TOPOLOGY"],
-            "ERROR: profile ROUTER-TOPOLOGY does not run in the cluster environment*",
+            ["--implementation=tests.conformance.suite.sample_adapter:FULL", "--env=cluster", "--profile=PLANNER-SCALING"],
+            "ERROR: profile PLANNER-SCALING does not run in the cluster environment*",
         ),
         (
             ["--implementation=tests.conformance.suite.sample_adapter:FULL", "--timeout-override=nap_s=1"],

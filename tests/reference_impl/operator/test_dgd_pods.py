@@ -212,3 +212,22 @@ def test_images_can_be_replaced_and_a_component_image_wins() -> None:
     assert pods["my-llm-disagg-frontend-0"]["spec"]["containers"][0]["image"] == "fe:1"
     assert pods["my-llm-disagg-prefill-worker-0"]["spec"]["containers"][0]["image"] == "engine:1"
     assert pods["my-llm-disagg-decode-worker-0"]["spec"]["containers"][0]["image"] == "vllm/vllm-openai:v0.11.0"
+
+
+def test_extra_pod_spec_scheduling_reaches_the_components_pods_only() -> None:
+    obj = dgd()
+    selector, toleration = {"servecert.io/case": "n0"}, {"key": "servecert.io/case", "operator": "Equal", "value": "n0"}
+    prefill = next(c for c in obj["spec"]["components"] if c["type"] == "prefill")
+    prefill["extraPodSpec"] = {"nodeSelector": selector, "tolerations": [toleration]}
+    pods = short_named(dgd_pods.desired_pods(obj, DOMAINS))
+    assert pods["my-llm-disagg-prefill-worker-0"]["spec"]["nodeSelector"] == selector
+    assert pods["my-llm-disagg-prefill-worker-0"]["spec"]["tolerations"] == [toleration]
+    assert "nodeSelector" not in pods["my-llm-disagg-decode-worker-0"]["spec"]
+    assert "tolerations" not in pods["my-llm-disagg-frontend-0"]["spec"]
+
+
+def test_the_default_policy_is_the_behaviours_when_the_dgd_omits_it() -> None:
+    obj = dgd()
+    del obj["spec"]["components"][0]["kvCacheTransferTopology"]["mismatchPolicy"]
+    pod = short_named(dgd_pods.desired_pods(obj, DOMAINS, default_policy="fallback"))["my-llm-disagg-frontend-0"]
+    assert env_values(pod)["DYN_ROUTER_KV_TRANSFER_MISMATCH_POLICY"] == "fallback"
