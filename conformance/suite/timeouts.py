@@ -49,8 +49,8 @@ class Timeouts:
     deploy_ready_s: float = _setting(
         30.0,
         "s",
-        "From DeploymentSpec to a frontend that answers and every worker ready: ctx.deploy() fails after this. "
-        "Conformant bound: 30 s in the process environment.",
+        "From DeploymentSpec to a frontend that answers and every worker ready: ctx.deploy() fails after this "
+        "(on a cluster, pods_ready_s bounds it). Conformant bound: 30 s in the process environment.",
         concern="suite",
         bound=30.0,
     )

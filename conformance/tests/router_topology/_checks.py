@@ -17,12 +17,18 @@ DEFAULT_CONCURRENCY = 6
 
 
 def spec(
-    workers: Sequence[WorkerSpec], level: str | None, policy: str | None = "fail", time_scale: float = 0.0, timing: str = "polynomial"
+    workers: Sequence[WorkerSpec],
+    level: str | None,
+    policy: str | None = "fail",
+    time_scale: float = 0.0,
+    timing: str = "polynomial",
+    standby: Sequence[WorkerSpec] = (),
 ) -> DeploymentSpec:
     return DeploymentSpec(
         model=MODEL,
         router=RouterSpec(topology_level=level, mismatch_policy=policy),
         workers=tuple(workers),
+        standby=tuple(standby),
         time_scale=time_scale,
         timing=timing,
     )

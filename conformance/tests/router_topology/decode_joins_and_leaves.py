@@ -5,8 +5,10 @@ The worker that leaves keeps running (withdrawn from the deployment, its engine 
 its ground truth shows it: the refusal the suite waits for is the policy's error, not a refused
 connection to a stopped engine. After the refusals, further requests must fail too, the left
 worker must receive nothing, and no KV may move at all (the only decode worker left is in
-another domain). An adapter that hosts its engines itself (Dynamo's) stops the left one: then
-only the refusals are judged, since a stopped engine records nothing.
+another domain). An adapter that hosts its engines itself (Dynamo's) stops the left one, and on
+a cluster the left worker's component is scaled to 0 (its pod deleted): then only the refusals
+are judged, since a stopped engine records nothing. The joining worker is declared ``standby``,
+so on a cluster it joins by a scale-up of its own component.
 """
 
 from __future__ import annotations
@@ -33,13 +35,14 @@ async def _refresh_if_running(truth: GroundTruth, ref: WorkerRef) -> None:
 
 async def check(ctx: TestContext) -> None:
     level = ctx.params["level"]
-    deployment = await ctx.deploy(router_checks.spec([shapes.prefill(level, 0), shapes.decode(level, 1)], level, "fail"))
+    joining = shapes.decode(level, 0)
+    deployment = await ctx.deploy(router_checks.spec([shapes.prefill(level, 0), shapes.decode(level, 1)], level, "fail", standby=[joining]))
     t = ctx.timeouts
     async with aiohttp.ClientSession() as session:
         before = await router_checks.drive(session, deployment, count=4, concurrency=2)
         assertions.requests_must_fail(before.outcomes, f"before a decode worker joins the prefill's {level}")
 
-        joined = await deployment.add_worker(shapes.decode(level, 0))
+        joined = await deployment.add_worker(joining)
 
         async def served() -> bool:
             out = await traffic.complete(session, deployment.frontend_url, shapes.MODEL, traffic.unique_prompt())
