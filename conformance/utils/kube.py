@@ -16,7 +16,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +24,7 @@ from typing import Any, Literal
 from kubernetes.client.rest import ApiException
 
 from conformance.suite.test_case import TestContext
+from fixtures import cluster_env
 from fixtures.cluster import kube, topology
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import kube_names as kn
@@ -133,6 +134,22 @@ async def add_node(env: ClusterEnvironment, node: dict[str, Any]) -> None:
     await asyncio.to_thread(kube.create_node, env.api, node)
     name = node["metadata"]["name"]
     env.cleanups.append(lambda: kube.delete_node(env.api, name))
+
+
+@contextlib.asynccontextmanager
+async def cluster_without_crds(ctx: TestContext, crds: frozenset[str]) -> AsyncIterator[ClusterEnvironment]:
+    """A case namespace on a cluster of the case's own, lacking ``crds``, with the implementation's operator installed."""
+    shared = env_of(ctx).session
+    stack = contextlib.ExitStack()  # NB: the cluster and the operator start and stop in a thread: they block
+    try:
+        session = await asyncio.to_thread(stack.enter_context, cluster_env.session_without_crds(shared, ctx.implementation, crds))
+        env = await asyncio.to_thread(ClusterEnvironment, session)
+        try:
+            yield env
+        finally:
+            await env.close()
+    finally:
+        await asyncio.to_thread(stack.close)
 
 
 def hold_resource(env: ClusterEnvironment) -> str:

@@ -37,6 +37,8 @@ class Behaviour:
     """Refuse a ``kvCacheTransferTopology.level`` that is not a domain of the ClusterTopology."""
     check_topology_exists: bool = True
     """Refuse a DGD whose ``clusterTopologyName`` names no ClusterTopology; False admits it unchecked (broken)."""
+    check_crd_installed: bool = True
+    """Refuse topology when the ClusterTopology CRD is not installed; False admits what it cannot check (fails open, broken)."""
     check_component_type: bool = True
     """Refuse ``kvCacheTransferTopology`` on a component not of type frontend."""
     pod_name: Callable[[str, int], str] = seed_pod_name

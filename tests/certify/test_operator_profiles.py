@@ -35,7 +35,7 @@ def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, 
         pytest.skip(f"backend {cluster.backend} has no pod runner")
     code, report, output = certify(cluster, "reference", tmp_path, "--workers", "1")
     assert code == 0, output[-3000:]
-    for name, tests in zip(PROFILES, (5, 3), strict=True):
+    for name, tests in zip(PROFILES, (6, 3), strict=True):
         core = profile_of(report, name)["core"]
         assert core["result"] == "success", core
         assert core["statistics"]["passed"] == tests and core["statistics"]["skipped"] == 0, core
@@ -52,6 +52,7 @@ def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, 
         ("tests.nonconforming.operator:AcceptsBadLevel", "OPERATOR-TOPOLOGY", "OperatorTopologyAdmission"),
         ("tests.nonconforming.operator:AcceptsMissingTopology", "OPERATOR-TOPOLOGY", "OperatorTopologyAdmission"),
         ("tests.nonconforming.operator:AcceptsTopologyOnWorkers", "OPERATOR-TOPOLOGY", "OperatorTopologyAdmission"),
+        ("tests.nonconforming.operator:AdmitsWithoutGrove", "OPERATOR-TOPOLOGY", "OperatorTopologyAdmissionWithoutGrove"),
         ("tests.nonconforming.operator:NoTopologyEnv", "OPERATOR-TOPOLOGY", "OperatorTopologyEnvAndVolume"),
         ("tests.nonconforming.operator:NoTopologyRetry", "OPERATOR-TOPOLOGY", "WorkerTopologyStartupHardExit"),
         ("tests.nonconforming.operator:NoTopologyEnv", "OPERATOR-TOPOLOGY", "WorkerTopologyStartupWaitsForLabels"),
@@ -65,6 +66,7 @@ def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, 
         "accepts-bad-level",
         "accepts-missing-topology",
         "accepts-topology-on-workers",
+        "admits-without-grove",
         "no-topology-env",
         "no-topology-retry",
         "no-topology-env-late-label-unseen",

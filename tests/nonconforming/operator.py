@@ -38,6 +38,7 @@ ACCEPTS_MISSING_TOPOLOGY = Behaviour(check_topology_exists=False)
 NO_TOPOLOGY_RETRY = Behaviour(worker_topology_wait="0")
 ACCEPTS_TOPOLOGY_ON_WORKERS = Behaviour(check_component_type=False)
 DEFAULTS_TO_FALLBACK = Behaviour(default_mismatch_policy="fallback")
+ADMITS_WITHOUT_GROVE = Behaviour(check_crd_installed=False)
 
 
 def _variant(name: str) -> ReferenceImplementation:
@@ -87,3 +88,8 @@ def OptimisticStatus() -> ReferenceImplementation:
 def DefaultsToFallback() -> ReferenceImplementation:
     """Seed 000: an omitted mismatchPolicy is fail; this operator gives the frontend fallback (ROUTER-TOPOLOGY, cluster)."""
     return _variant("DEFAULTS_TO_FALLBACK")
+
+
+def AdmitsWithoutGrove() -> ReferenceImplementation:
+    """Seed 000's "Grove not installed" row: this webhook admits the topology it cannot check."""
+    return _variant("ADMITS_WITHOUT_GROVE")
