@@ -12,6 +12,8 @@ Pending-desired guard: while the connector's last decision is unacknowledged, or
 worker counts differ from the last desired counts, the planner only observes (reasons
 ``scaling_in_progress`` and ``worker_count_mismatch``, as Dynamo's), so it never stacks a change on
 one still being carried out; a mismatch that persists is logged every ``MISMATCH_TICKS`` ticks.
+A decision the connector abandoned (not acknowledged within ``scaling_ack_timeout_s``) ends the
+guard: the planner takes the counts that run as its desired counts and decides again.
 
 Scale-down stabilisation: a load-based scale-down is carried out only when it was proposed on
 ``config.down_stabilisation_ticks`` consecutive ticks (Kubernetes HPA's stabilisation window, shortened),
@@ -175,6 +177,9 @@ class Planner:
 
         if await self.connector.in_progress():
             return record(IN_PROGRESS, IN_PROGRESS, "observe")
+        if current != self.desired and await self.connector.timed_out():
+            log.warning("decision %s was never carried out; planning from the %s workers that run", self.desired, current)
+            self.desired = current
         if current != self.desired:
             self._mismatch += 1
             if self._mismatch % MISMATCH_TICKS == 0:

@@ -15,5 +15,9 @@ class Connector(Protocol):
         ...
 
     async def in_progress(self) -> bool:
-        """Whether the last request has not been carried out yet."""
+        """Whether the last request has not been carried out yet (and is still awaited)."""
+        ...
+
+    async def timed_out(self) -> bool:
+        """Whether the last request was abandoned, never carried out: plan from the workers that run."""
         ...

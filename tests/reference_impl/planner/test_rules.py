@@ -71,7 +71,43 @@ class TestVirtualConnector:
     async def test_an_unacknowledged_decision_is_superseded_after_the_timeout(self) -> None:
         conn = VirtualConnector(MemoryDecisionStore(), ack_timeout_s=0.0)
         assert await conn.scale_to(2, 2) == ISSUED
+        assert not await conn.in_progress() and await conn.timed_out()
         assert await conn.scale_to(3, 3) == ISSUED
+        assert await conn.scale_to(2, 2) == ISSUED  # NB: the abandoned (2, 2) was never carried out: asking again is new
+
+    async def test_the_timeout_counts_from_the_decision_not_from_a_refusal(self) -> None:
+        conn = VirtualConnector(MemoryDecisionStore(), ack_timeout_s=60.0)
+        assert await conn.scale_to(2, 2) == ISSUED
+        conn._issued_at -= 61.0  # NB: as if the decision had waited its whole timeout
+        assert not await conn.in_progress() and await conn.timed_out()
+
+
+class TestAcknowledgementTimeout:
+    """Seed 003's guard ends with the timeout: a planner whose decision is never acknowledged decides again.
+
+    Before the fix the planner held on ``in_progress`` for ever, so the connector's timeout was
+    never reached: with the timeout at 0 and no acknowledgement it issued nothing after the first.
+    """
+
+    async def test_the_planner_decides_again_once_an_unacknowledged_decision_times_out(self) -> None:
+        import aiohttp
+
+        from reference_impl.planner.planner import Planner, Worker
+
+        class TwoDecode:
+            def workers(self) -> list[Worker]:
+                return [Worker("p0", "http://127.0.0.1:9", "prefill"), *(Worker(f"d{i}", "http://127.0.0.1:9", "decode") for i in range(2))]
+
+        store = MemoryDecisionStore("ns")
+        cfg = PlannerConfig(enable_throughput_scaling=False, min_endpoint=1, max_gpu_budget=8, scaling_ack_timeout_s=0.0)
+        async with aiohttp.ClientSession() as session:
+            planner = Planner(cfg, TwoDecode(), VirtualConnector(store, 0.0), session)
+            planner.decide_load = lambda current, *_: load_scaling.LoadProposal(current + 1, "all_above_sla")
+            first = await planner.step()
+            second = await planner.step()
+            await planner.stop()
+        assert first.action == ISSUED and second.action == ISSUED, (first, second)
+        assert (await store.get_decision()).decision_id == 1  # type: ignore[union-attr]
 
 
 async def test_the_planner_serves_its_gauges_ticks_and_report() -> None:
