@@ -38,6 +38,8 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
         ("tests.nonconforming.planner:NeverScalesDown", "PlannerScalingScalesDownAfterLoadFalls", "core"),
         ("tests.nonconforming.planner:NeverScalesUp", "PlannerScalingStepReachesSla", "core"),
         ("tests.nonconforming.planner:NeverScalesUp", "PlannerScalingMeetsSlaAfterSettling", "extended"),
+        ("tests.nonconforming.planner:IgnoresAcknowledgements", "PlannerScalingAcknowledgementGuard[late-ack]", "core"),
+        ("tests.nonconforming.planner:WaitsForAckForever", "PlannerScalingAcknowledgementGuard[never-ack]", "core"),
     ],
     ids=[
         "steps-of-two",
@@ -47,6 +49,8 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
         "never-scales-down",
         "never-scales-up-step",
         "never-scales-up-attainment",
+        "ignores-acknowledgements",
+        "waits-for-ack-forever",
     ],
 )
 def test_a_planner_breaking_a_rule_is_failed_by_the_test_for_that_rule(adapter: str, caught_by: str, section: str, tmp_path: Path) -> None:
@@ -54,11 +58,12 @@ def test_a_planner_breaking_a_rule_is_failed_by_the_test_for_that_rule(adapter: 
     assert code == 1, f"certify must exit 1 for a non-conforming planner, got {code}:\n{output[-3000:]}"
     result = profile_of(report)[section]
     assert result["result"] == "failure"
-    assert caught_by in result["failedTests"], f"{caught_by} did not fail; failed: {result['failedTests']}"
+    short_name = caught_by.split("[", maxsplit=1)[0]  # NB: focused on one case; the report names the test
+    assert short_name in result["failedTests"], f"{caught_by} did not fail; failed: {result['failedTests']}"
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # seven scenarios at planner_time_scale 2 take 5-6 min alone; the 300 s default cut it in CI
+@pytest.mark.timeout(900)  # eight tests at planner_time_scale 2 take 6-8 min alone; the 300 s default cut it in CI
 def test_the_reference_planner_passes_the_whole_profile(tmp_path: Path) -> None:
     # NB: planner_time_scale paces the scenarios (no conformance bound): at 2 rather than 4 the same simulated
     # scenario takes twice the real time, so a shared machine's jitter weighs half as much on SLA attainment

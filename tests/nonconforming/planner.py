@@ -39,6 +39,14 @@ def _load_only(config: PlannerConfig) -> PlannerConfig:
     return dataclasses.replace(config, enable_throughput_scaling=False, down_stabilisation_ticks=1)
 
 
+def _no_ack_wait(config: PlannerConfig) -> PlannerConfig:
+    return dataclasses.replace(config, scaling_ack_timeout_s=0.0)  # Broken: never waits for an acknowledgement.
+
+
+def _no_ack_timeout(config: PlannerConfig) -> PlannerConfig:
+    return dataclasses.replace(config, scaling_ack_timeout_s=1e12)  # Broken: ignores the configured timeout; waits for ever.
+
+
 def _down_when_busy(planner: Planner) -> None:
     def decide(current: int, estimates: Sequence[float], after: Sequence[float], sla: float, sens: float, low: int) -> LoadProposal:
         # Broken: the scale-down test is read backwards — busy engines (above SLA x sensitivity) are "consolidated".
@@ -108,3 +116,13 @@ def NeverScalesUp() -> ReferenceImplementation:
     """Adds no worker under load (and has no throughput floor). Caught by PlannerScalingStepReachesSla and
     PlannerScalingMeetsSlaAfterSettling."""
     return ReferenceImplementation(planner_config_hook=_load_only, planner_hook=_never_up)
+
+
+def IgnoresAcknowledgements() -> ReferenceImplementation:
+    """Writes a new decision without waiting for the last one's acknowledgement. Caught by PlannerScalingAcknowledgementGuard."""
+    return ReferenceImplementation(planner_config_hook=_no_ack_wait)
+
+
+def WaitsForAckForever() -> ReferenceImplementation:
+    """Never proceeds past an unacknowledged decision, whatever scaling_ack_timeout_s. Caught by PlannerScalingAcknowledgementGuard."""
+    return ReferenceImplementation(planner_config_hook=_no_ack_timeout)

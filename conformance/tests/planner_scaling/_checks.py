@@ -213,7 +213,11 @@ async def run(
     prefill: int = 1,
     decode: int = 1,
     tweak: Callable[[PlannerSpec], PlannerSpec] | None = None,
+    ack_delay_s: float = 0.0,
+    acknowledge: bool = True,
 ) -> ScenarioRun:
+    """Deploy, drive ``scenario``, return what happened. ``ack_delay_s`` (simulated) delays the harness's
+    acknowledgements; ``acknowledge=False`` makes it a dead external system (``ScalingHarness``)."""
     t = ctx.timeouts
     spec = planner or planner_spec(t)
     if tweak is not None:
@@ -227,7 +231,9 @@ async def run(
     arrivals = scenario.arrivals(t.planner_time_scale)
     templates = {c: worker(c, t.planner_engine_startup_s) for c in COMPONENTS}
     started = time.perf_counter()
-    harness = ScalingHarness(deployment, templates, GPUS_PER_ENGINE, t0=time.monotonic())
+    harness = ScalingHarness(
+        deployment, templates, GPUS_PER_ENGINE, t0=time.monotonic(), ack_delay_s=ack_delay_s / t.planner_time_scale, acknowledge=acknowledge
+    )
     harness.start()
     ctx.add_cleanup(harness.close)
     connector = aiohttp.TCPConnector(limit=0)
