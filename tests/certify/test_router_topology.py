@@ -102,7 +102,7 @@ flowing from each worker's own node (the whole profile, every level, runs in ``m
 
 @pytest.mark.slow
 @pytest.mark.cluster
-@pytest.mark.xdist_group("certify")  # NB: certify runs are heavy; one at a time on one worker
+@pytest.mark.xdist_group("router-cluster")  # NB: heavy, so one at a time; a group of their own balances the two workers
 def test_the_reference_passes_every_core_test_on_the_cluster(cluster: Cluster, tmp_path: Path) -> None:
     if not cluster.has_pod_runner:
         pytest.skip(f"backend {cluster.backend} has no pod runner")
@@ -116,7 +116,7 @@ def test_the_reference_passes_every_core_test_on_the_cluster(cluster: Cluster, t
 
 @pytest.mark.slow
 @pytest.mark.cluster
-@pytest.mark.xdist_group("certify")
+@pytest.mark.xdist_group("router-cluster")
 def test_an_operator_defaulting_to_fallback_fails_the_default_policy_test(cluster: Cluster, tmp_path: Path) -> None:
     """The DGD's schema sets no default policy, so the operator's own default reaches the frontend and is judged."""
     caught_by = "RouterTopologyDefaultPolicyIsFail"
