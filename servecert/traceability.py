@@ -51,6 +51,7 @@ REFERENCE_CODE: dict[str, tuple[str, ...]] = {
     "NetworkTopologyHard": ("fixtures/cluster/volcano.py",),
     "NetworkTopologySoft": ("fixtures/cluster/volcano.py",),
     "OperatorTopologyAdmission": ("reference_impl/operator/admission.py", "reference_impl/operator/handlers.py"),
+    "OperatorTopologyAdmissionWithoutGrove": ("reference_impl/operator/admission.py", "reference_impl/operator/reconcile.py"),
     "OperatorTopologyEnvAndVolume": ("reference_impl/operator/dgd_pods.py",),
     "OperatorTopologyLabelsAfterBinding": (
         "reference_impl/operator/topology_injection.py",
@@ -73,6 +74,7 @@ REFERENCE_CODE: dict[str, tuple[str, ...]] = {
         "reference_impl/planner/throughput_scaling.py",
         "reference_impl/planner/load_scaling.py",
     ),
+    "PlannerScalingAcknowledgementGuard": ("reference_impl/planner/connectors/virtual.py", "reference_impl/planner/planner.py"),
     "PlannerScalingOneStepPerInterval": (
         "reference_impl/planner/reconcile.py",
         "reference_impl/planner/planner.py",
