@@ -372,6 +372,11 @@ class WorkerMetadata(KubeObject, total=False):
 # -- the boundary: name what the API returned, once --------------------------------------------
 
 
+def condition_true(obj: Mapping[str, Any], kind: str) -> bool:
+    """Whether ``obj``'s ``status.conditions`` has ``kind`` with status "True" (a pod's Ready, a DGD's Ready)."""
+    return any(c.get("type") == kind and c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or [])
+
+
 def as_dgd(obj: Mapping[str, Any]) -> DynamoGraphDeployment:
     return cast(DynamoGraphDeployment, obj)
 

@@ -30,6 +30,7 @@ from conformance.suite import phases
 if TYPE_CHECKING:
     from conformance.suite.timeouts import Timeouts
     from fixtures.adapter import Deployment, DeploymentSpec, Environment, Implementation
+    from fixtures.cluster_env import ClusterEnvironment
     from fixtures.process_env import ProcessEnvironment
 
 ENVIRONMENTS = frozenset({"process", "cluster"})
@@ -186,23 +187,22 @@ class TestContext:
         deadline = asyncio.timeout(bound)
         try:
             async with deadline:
-                deployment = await self._deploy(spec)
+                return await (self._deploy_on_cluster(spec, self.env) if isinstance(self.env, ClusterEnvironment) else self._adapt(spec))
         except TimeoutError:
             if not deadline.expired():
                 raise
             raise DeployTimeout(f"{self.name}: the implementation did not deploy {spec.model!r} within {key}={bound:g} s") from None
-        if not on_cluster:
-            self.add_cleanup(deployment.close)
+
+    async def _adapt(self, spec: DeploymentSpec) -> Deployment:
+        deployment = await self.implementation.deploy(spec, self.env)  # NB: an adapter closes what it started when this fails
+        self.add_cleanup(deployment.close)
         return deployment
 
-    async def _deploy(self, spec: DeploymentSpec) -> Deployment:
+    async def _deploy_on_cluster(self, spec: DeploymentSpec, env: ClusterEnvironment) -> Deployment:
         from fixtures import cluster_deploy
-        from fixtures.cluster_env import ClusterEnvironment
 
-        if not isinstance(self.env, ClusterEnvironment):
-            return await self.implementation.deploy(spec, self.env)
         t = self.timeouts
         probe = cluster_deploy.routing_probe(self.implementation)
-        deployment = cluster_deploy.ClusterDeployment(self.env, spec, t.pods_ready_s, t.cluster_routing_grace_s, probe)
+        deployment = cluster_deploy.ClusterDeployment(env, spec, t.pods_ready_s, t.cluster_routing_grace_s, probe)
         self.add_cleanup(deployment.close)  # NB: before start(): a DGD that never became ready is removed too
         return await deployment.start()

@@ -158,8 +158,7 @@ def hold_resource(env: ClusterEnvironment) -> str:
 
 
 def pod_ready(pod: kube_objects.Pod) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return kube_objects.condition_true(pod, "Ready")
 
 
 def env_value(pod: kube_objects.Pod, name: str) -> str | None:
