@@ -2,7 +2,7 @@
 
 PLANNER-SCALING scenarios state load in engines' worth (``fixtures/planner_calibration.py``).
 This measures it: one prefill and one decode worker of the scenario engines (timing table, ISL
-256, OSL 32), no planner, a constant open-loop rate for ``--seconds`` simulated seconds at each
+256, OSL 32 unless ``--isl``/``--osl`` say otherwise), no planner, a constant open-loop rate for ``--seconds`` simulated seconds at each
 ``--rps``; printed per rate: the share of requests within the SLA (TTFT 1000 ms, ITL 100 ms
 simulated), TTFT and TPOT percentiles. Figures only; the largest rate with >= 95% within SLA is
 the calibration.
@@ -32,6 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-scale", type=float, default=4.0)
     p.add_argument("--prefill", type=int, default=1)
     p.add_argument("--decode", type=int, default=1)
+    p.add_argument("--isl", type=int, default=cal.ISL, help="prompt tokens per request")
+    p.add_argument("--osl", type=int, default=cal.OSL, help="output tokens per request")
 
 
 async def measure(rps: float, args: argparse.Namespace) -> dict[str, float]:
@@ -42,7 +44,7 @@ async def measure(rps: float, args: argparse.Namespace) -> dict[str, float]:
     spec = DeploymentSpec(model=cal.MODEL, workers=workers, time_scale=args.time_scale, timing=cal.TIMING)
     deployment = await ReferenceImplementation().deploy(spec, env)
     try:
-        arrivals = load_generator.schedule(Constant(args.seconds), rps, args.time_scale, cal.ISL, cal.OSL)
+        arrivals = load_generator.schedule(Constant(args.seconds), rps, args.time_scale, args.isl, args.osl)
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
             results = await load_generator.run(session, deployment.frontend_url, cal.MODEL, arrivals, started=time.perf_counter())
     finally:

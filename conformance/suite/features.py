@@ -30,7 +30,6 @@ PLANNER_VIRTUAL_CONNECTOR: Final = "PlannerVirtualConnector"
 PLANNER_LOAD_BASED_SCALING: Final = "PlannerLoadBasedScaling"
 PLANNER_SCALING_BOUNDS: Final = "PlannerScalingBounds"
 PLANNER_STABILITY: Final = "PlannerStability"
-# Extended of PLANNER-SCALING
 PLANNER_SLA_ATTAINMENT: Final = "PlannerSlaAttainment"
 # Core of OPERATOR-TOPOLOGY
 OPERATOR_TOPOLOGY_ADMISSION: Final = "OperatorTopologyAdmission"

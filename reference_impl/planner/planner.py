@@ -19,8 +19,9 @@ Scale-down stabilisation: a load-based scale-down is carried out only when it wa
 ``config.down_stabilisation_ticks`` consecutive ticks (Kubernetes HPA's stabilisation window, shortened),
 which with the floor's dead band keeps a steady load at a capacity boundary from flapping.
 
-``decide_load`` is an attribute so deliberately broken planners (``tests/nonconforming``) can
-swap the rule; the reference uses ``load_scaling.decide``.
+``decide_load`` and ``constrain`` are attributes so deliberately broken planners
+(``tests/nonconforming``) can swap the load rule or the limits; the reference uses
+``load_scaling.decide`` and ``reconcile.reconcile``.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ MISMATCH_TICKS = 10  # ticks between two warnings about a mismatch
 STABILISING = "scale_down_stabilising"
 
 DecideLoad = Callable[[int, Sequence[float], Sequence[float], float, float, int], load_scaling.LoadProposal]
+Constrain = Callable[[Targets, Targets | None, Targets | None, PlannerConfig], tuple[Targets, list[str]]]
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class Planner:
         self.predictor = predictor or predictors.make(config.predictor)
         self.diagnostics = diagnostics or Diagnostics()
         self.decide_load: DecideLoad = load_scaling.decide
+        self.constrain: Constrain = reconcile
         self.desired: Targets | None = None
         self.floor: Targets | None = None
         self.isl, self.osl = float(config.isl), float(config.osl)
@@ -195,7 +198,7 @@ class Planner:
         else:
             p = d = load_scaling.LoadProposal(-1, "load_scaling_disabled")
         proposal = Targets(p.target, d.target) if cfg.enable_load_scaling else None
-        target, notes = reconcile(current, proposal, self.floor, cfg)
+        target, notes = self.constrain(current, proposal, self.floor, cfg)
         action = "hold"
         if target != current:
             action = await self.connector.scale_to(target.prefill, target.decode)

@@ -16,6 +16,7 @@ from reference_impl.planner import load_scaling
 from reference_impl.planner.config import PlannerConfig
 from reference_impl.planner.load_scaling import LoadProposal
 from reference_impl.planner.planner import Planner
+from reference_impl.planner.reconcile import Targets, reconcile
 
 
 def _two_at_a_time(planner: Planner) -> None:
@@ -45,6 +46,52 @@ def _no_ack_wait(config: PlannerConfig) -> PlannerConfig:
 
 def _no_ack_timeout(config: PlannerConfig) -> PlannerConfig:
     return dataclasses.replace(config, scaling_ack_timeout_s=1e12)  # Broken: ignores the configured timeout; waits for ever.
+
+
+def _gpus_as_workers(config: PlannerConfig) -> PlannerConfig:
+    # Broken: every engine counted as one GPU, so the budget caps workers, not GPUs.
+    return dataclasses.replace(config, prefill_engine_num_gpu=1, decode_engine_num_gpu=1)
+
+
+def _no_min_endpoint(config: PlannerConfig) -> PlannerConfig:
+    return dataclasses.replace(config, min_endpoint=1)  # Broken: the configured min_endpoint is not applied.
+
+
+def _sheds_to_floor(planner: Planner) -> None:
+    def constrain(current: Targets, load: Targets | None, floor: Targets | None, cfg: PlannerConfig) -> tuple[Targets, list[str]]:
+        target, notes = reconcile(current, load, floor, cfg)
+        if load is None or floor is None:
+            return target, notes
+        # Broken: once the load rule agrees to scale down, go straight down to the throughput floor (no step limit down).
+        p = min(target.prefill, max(floor.prefill, cfg.min_endpoint)) if load.prefill < current.prefill else target.prefill
+        d = min(target.decode, max(floor.decode, cfg.min_endpoint)) if load.decode < current.decode else target.decode
+        return Targets(p, d), notes
+
+    planner.constrain = constrain
+
+
+def _decode_on_ttft(planner: Planner) -> None:
+    seen: dict[str, tuple[list[float], list[float]]] = {}
+
+    def decide(current: int, estimates: Sequence[float], after: Sequence[float], sla: float, sens: float, low: int) -> LoadProposal:
+        if sla == planner.config.ttft_ms:  # NB: the planner asks for prefill first, then decode, every tick
+            seen["ttft"] = (list(estimates), list(after))
+            return load_scaling.decide(current, estimates, after, sla, sens, low)
+        ttfts, ttfts_after = seen.get("ttft", ([], []))
+        # Broken: decode is judged on the prefill engines' TTFT against the TTFT SLA: one signal for both components.
+        return load_scaling.decide(current, ttfts, ttfts_after, planner.config.ttft_ms, sens, low)
+
+    planner.decide_load = decide
+
+
+def _up_on_any(planner: Planner) -> None:
+    def decide(current: int, estimates: Sequence[float], after: Sequence[float], sla: float, sens: float, low: int) -> LoadProposal:
+        # Broken: one engine over the SLA is enough to add a worker (the seed asks for ALL of them).
+        if estimates and any(e > sla for e in estimates):
+            return LoadProposal(current + 1, load_scaling.UP)
+        return load_scaling.decide(current, estimates, after, sla, sens, low)
+
+    planner.decide_load = decide
 
 
 def _down_when_busy(planner: Planner) -> None:
@@ -118,6 +165,31 @@ def NeverScalesUp() -> ReferenceImplementation:
     return ReferenceImplementation(planner_config_hook=_load_only, planner_hook=_never_up)
 
 
+def BudgetInWorkers() -> ReferenceImplementation:
+    """Counts every engine as one GPU, so max_gpu_budget caps workers. Caught by PlannerScalingGpuBudgetNeverExceeded."""
+    return ReferenceImplementation(planner_config_hook=_gpus_as_workers)
+
+
+def IgnoresMinEndpoint() -> ReferenceImplementation:
+    """Scales down to one worker whatever min_endpoint says. Caught by PlannerScalingNeverBelowFloor[min-endpoint-*]."""
+    return ReferenceImplementation(planner_config_hook=_no_min_endpoint)
+
+
+def ShedsToTheFloor() -> ReferenceImplementation:
+    """Steps by one on the way up, but drops straight to the throughput floor on the way down.
+    Caught by PlannerScalingOneStepPerInterval[fall]."""
+    return ReferenceImplementation(planner_hook=_sheds_to_floor)
+
+
+def DecodeOnTtft() -> ReferenceImplementation:
+    """Scales decode on the prefill engines' TTFT instead of decode's ITL. Caught by PlannerScalingLoadRulesPerComponent."""
+    return ReferenceImplementation(planner_hook=_decode_on_ttft)
+
+
+def UpOnAnyEngine() -> ReferenceImplementation:
+    """Adds a worker when any engine, not all, is over the SLA. Caught by PlannerScalingLoadRulesPerComponent[decode-bound]."""
+    return ReferenceImplementation(planner_hook=_up_on_any)
+
 def IgnoresAcknowledgements() -> ReferenceImplementation:
     """Writes a new decision without waiting for the last one's acknowledgement. Caught by PlannerScalingAcknowledgementGuard."""
     return ReferenceImplementation(planner_config_hook=_no_ack_wait)
@@ -126,3 +198,4 @@ def IgnoresAcknowledgements() -> ReferenceImplementation:
 def WaitsForAckForever() -> ReferenceImplementation:
     """Never proceeds past an unacknowledged decision, whatever scaling_ack_timeout_s. Caught by PlannerScalingAcknowledgementGuard."""
     return ReferenceImplementation(planner_config_hook=_no_ack_timeout)
+

@@ -9,10 +9,8 @@ seconds since the scenario started; "interval" is the load interval given to the
 from __future__ import annotations
 
 import itertools
-import math
 
-from conformance.tests.planner_scaling._checks import FLOOR_MARGIN, ScenarioRun, value_at
-from fixtures.planner_calibration import ENGINE_RPS
+from conformance.tests.planner_scaling._checks import ScenarioRun, value_at
 from fixtures.planner_harness import COMPONENTS
 
 
@@ -49,10 +47,25 @@ def changes_must_be_one_worker_per_interval(run: ScenarioRun) -> None:
 
 
 def gpus_must_stay_within_budget(run: ScenarioRun) -> None:
+    """GPUs held never exceed the budget; and the load drove the planner up to the budget (within one engine's
+    GPUs), else the scenario never put the budget to the test."""
     budget = run.planner.max_gpu_budget
-    over = [(t, g) for t, g in run.gpus() if g > budget]
+    line = run.gpus()
+
+    def counts(t: float) -> str:
+        return ", ".join(f"{c} {value_at(run.held(c), t)}" for c in COMPONENTS)
+
+    over = [(t, g) for t, g in line if g > budget]
     assert not over, (
-        f"GPUs held by prefill and decode workers exceeded max_gpu_budget={budget}: first at t={over[0][0]:.1f} s ({over[0][1]} GPUs)"
+        f"GPUs held by prefill and decode workers exceeded max_gpu_budget={budget}: first at t={over[0][0]:.1f} s "
+        f"({over[0][1]} GPUs: {counts(over[0][0])} workers at {run.planner.prefill_engine_num_gpu} and "
+        f"{run.planner.decode_engine_num_gpu} GPUs each)"
+    )
+    widest = max(run.planner.prefill_engine_num_gpu, run.planner.decode_engine_num_gpu)
+    peak = max((g for _, g in line), default=0)
+    assert peak > budget - widest, (
+        f"the load needs more GPUs than max_gpu_budget={budget}, yet the workers never held more than {peak}: the planner "
+        "did not scale up to its budget"
     )
 
 
@@ -64,19 +77,19 @@ def workers_must_never_fall_below_min_endpoint(run: ScenarioRun) -> None:
 
 
 def workers_must_cover_sustained_load(run: ScenarioRun, start: float, end: float) -> None:
-    """From ``start`` to ``end`` (steady load), each component keeps at least the workers the load
-    needs even if engines were FLOOR_MARGIN times faster than calibrated: the floor a throughput
-    loop must hold, and that no load-based scale-down may cross."""
-    needed = max(1, math.ceil(run.scenario.engines_at(start) / FLOOR_MARGIN - 1e-9))
+    """From ``start`` to ``end`` (steady load), each component keeps at least the fewest workers that can serve the
+    load within the SLA (``Scenario.floor_at``, from the engines' measured capacity, no margin): the least a
+    throughput floor sized by the SLA can be, and what no load-based scale-down may cross."""
     step = run.load_interval / 4
     for component in COMPONENTS:
         ready = run.ready(component)
         for i in range(int((end - start) / step) + 1):
             t = start + i * step
-            n = value_at(ready, t)
+            n, needed = value_at(ready, t), run.scenario.floor_at(t, component)
+            rps, miss = run.scenario.engines_at(t) * run.scenario.engine_rps, run.scenario.miss_rate(component)
             assert n >= needed, (
-                f"{component}: only {n} serving workers at t={t:.1f} s under a steady {run.scenario.engines_at(t):.1f} engines' "
-                f"worth of load ({run.scenario.engines_at(t) * ENGINE_RPS:.2f} requests/s); at least {needed} are needed"
+                f"{component}: only {n} serving workers at t={t:.1f} s under a steady {rps:.2f} requests/s; one {component} "
+                f"engine misses the SLA at {miss:.2f} requests/s, so at least {needed} are needed"
             )
 
 
@@ -128,4 +141,41 @@ def workers_must_scale_down_after(run: ScenarioRun, fall: float, before_rise: fl
         assert n <= base, (
             f"{component}: {n} workers at t={deadline:.1f} s, {deadline - fall:.1f} s after load fell; it had {base} before the "
             f"load rose and must be back there by then"
+        )
+
+
+def workers_must_have_moved(run: ScenarioRun, direction: int, least: int = 2) -> None:
+    """Each component moved ``least`` workers in ``direction`` (+1 up, -1 down) over the scenario: the load called
+    for it, and without it a step limit was never put to the test."""
+    for component in COMPONENTS:
+        moved = sum(abs(d) for _, d in _changes(run, component) if d * direction > 0)
+        assert moved >= least, (
+            f"{component}: the load called for at least {least} workers {'added' if direction > 0 else 'removed'}, the planner "
+            f"{'added' if direction > 0 else 'removed'} {moved}; changes were {[(round(a, 1), d) for a, d in _changes(run, component)]}"
+        )
+
+
+def workers_must_stay_at_min_endpoint(run: ScenarioRun, component: str) -> None:
+    """``component`` never holds more than min_endpoint workers: its own signal never called for more."""
+    most = run.planner.min_endpoint
+    grown = [(t, n) for t, n in run.held(component) if n > most]
+    assert not grown, (
+        f"{component}: {grown[0][1]} workers at t={grown[0][0]:.1f} s, though its own latency never needed more than "
+        f"min_endpoint={most} (the load of {run.scenario.name} falls on the other component); changes were "
+        f"{[(round(a, 1), d) for a, d in _changes(run, component)]}"
+    )
+
+
+def workers_must_not_over_provision(run: ScenarioRun, component: str, start: float) -> None:
+    """From ``start`` on, ``component`` holds at most the smallest count that serves the scenario's load, plus one."""
+    step = run.load_interval / 4
+    held = run.held(component)
+    for i in range(int((run.end_s - start) / step) + 1):
+        t = start + i * step
+        most = run.scenario.needed_at(t) + 1
+        n = value_at(held, t)
+        assert n <= most, (
+            f"{component}: {n} workers at t={t:.1f} s under {run.scenario.engines_at(t):.1f} engines' worth of load "
+            f"({run.scenario.engines_at(t) * run.scenario.engine_rps:.2f} requests/s); {run.scenario.needed_at(t)} serve it "
+            f"within the SLA, so at most {most} may be held once scaling settled"
         )

@@ -29,9 +29,7 @@ from fixtures.planner_harness import COMPONENTS, ScalingHarness, count_at
 from load.shapes import Shape
 from load.shapes.trace import TraceReplay
 
-GPUS_PER_ENGINE = {"prefill": 1, "decode": 1}
 DEFAULT_BUDGET = 10
-FLOOR_MARGIN = 1.5  # the floor the suite demands assumes engines 50% faster than the calibration
 
 
 @dataclass(frozen=True)
@@ -41,6 +39,10 @@ class Scenario:
     peak_engines: float
     trace: TraceReplay | None = None
     block_tokens: int = 64
+    isl: int = cal.ISL
+    osl: int = cal.OSL
+    engine_rps: float = cal.ENGINE_RPS  # one engine's worth of this scenario's request mix, requests per simulated second
+    miss_rps: tuple[float, float] = (cal.PREFILL_MISS_RPS, cal.DECODE_MISS_RPS)  # per prefill, decode engine: measured to miss the SLA
 
     @property
     def duration_s(self) -> float:
@@ -53,10 +55,18 @@ class Scenario:
     def needed_at(self, t: float) -> int:
         return max(1, math.ceil(self.engines_at(t) - 1e-9))
 
+    def floor_at(self, t: float, component: str) -> int:
+        """The fewest ``component`` workers that can serve the load at ``t`` within the SLA: with fewer, each engine
+        would take at least the rate it was measured to miss the SLA at (``planner_calibration.*_MISS_RPS``)."""
+        return max(1, math.ceil(self.engines_at(t) * self.engine_rps / self.miss_rate(component) - 1e-9))
+
+    def miss_rate(self, component: str) -> float:
+        return self.miss_rps[0] if component == "prefill" else self.miss_rps[1]
+
     def arrivals(self, scale: float) -> list[load_generator.Arrival]:
         if self.trace is not None:
             return load_generator.trace_schedule(self.trace, scale, self.block_tokens)
-        return load_generator.schedule(self.shape, self.peak_engines * cal.ENGINE_RPS, scale, cal.ISL, cal.OSL)
+        return load_generator.schedule(self.shape, self.peak_engines * self.engine_rps, scale, self.isl, self.osl)
 
 
 def planner_spec(t: Timeouts, **changes: object) -> PlannerSpec:
@@ -69,8 +79,8 @@ def planner_spec(t: Timeouts, **changes: object) -> PlannerSpec:
         throughput_interval_s=t.planner_throughput_interval_s,
         min_endpoint=1,
         max_gpu_budget=DEFAULT_BUDGET,
-        prefill_engine_num_gpu=GPUS_PER_ENGINE["prefill"],
-        decode_engine_num_gpu=GPUS_PER_ENGINE["decode"],
+        prefill_engine_num_gpu=1,
+        decode_engine_num_gpu=1,
     )
     return replace(spec, **changes)  # type: ignore[arg-type]
 
@@ -219,7 +229,7 @@ async def run(
     """Deploy, drive ``scenario``, return what happened. ``ack_delay_s`` (simulated) delays the harness's
     acknowledgements; ``acknowledge=False`` makes it a dead external system (``ScalingHarness``)."""
     t = ctx.timeouts
-    spec = planner or planner_spec(t)
+    spec = planner or planner_spec(t, isl=scenario.isl, osl=scenario.osl)
     if tweak is not None:
         spec = tweak(spec)
     deployment = await ctx.deploy(deployment_spec(t, spec, prefill, decode))
@@ -231,8 +241,9 @@ async def run(
     arrivals = scenario.arrivals(t.planner_time_scale)
     templates = {c: worker(c, t.planner_engine_startup_s) for c in COMPONENTS}
     started = time.perf_counter()
+    gpus = {"prefill": spec.prefill_engine_num_gpu, "decode": spec.decode_engine_num_gpu}
     harness = ScalingHarness(
-        deployment, templates, GPUS_PER_ENGINE, t0=time.monotonic(), ack_delay_s=ack_delay_s / t.planner_time_scale, acknowledge=acknowledge
+        deployment, templates, gpus, t0=time.monotonic(), ack_delay_s=ack_delay_s / t.planner_time_scale, acknowledge=acknowledge
     )
     harness.start()
     ctx.add_cleanup(harness.close)

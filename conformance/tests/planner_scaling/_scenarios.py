@@ -26,8 +26,22 @@ UP_AND_DOWN = Scenario("step-up-and-down", Step(72.0, ((0.0, 0.2), (RISE_AT, 1.0
 
 RAMP = Scenario("ramp", Ramp(56.0, ((0.0, 0.25), (28.0, 1.0))), peak_engines=3.2)
 
+FALL_FROM = 4  # workers of each component when the load falls
+FALL = Scenario("fall", Step(40.0, ((0.0, 1.0), (8.0, 0.15))), peak_engines=3.2)  # 3.2 -> 0.48 engines' worth at t=8
+
 STEADY_SETTLED_AT = 22.0
 STEADY = Scenario("steady", Constant(52.0), peak_engines=2.5)
+
+LOW = Scenario("low-load", Constant(28.0), peak_engines=0.4)  # one worker of each serves it
+
+# Load-rule scenarios: one component does all the work. One engine's worth of each mix is measured with
+# `servecert bench planner-calibrate --isl I --osl O` (>= 95% within SLA at 0.9 and 2.0 requests/s, not at 1.0 and 2.4).
+# Judged from LOAD_RULES_SETTLED_AT: with the load rules alone, the backlog that builds while one engine serves 2.5
+# engines' worth must drain, and a decode engine's long sequences keep it busier than a new one, so "ALL engines
+# above the SLA" holds only once they finish (one sequence lasts ~13 s at the ITL SLA).
+LOAD_RULES_SETTLED_AT = 40.0
+DECODE_BOUND = Scenario("decode-bound", Constant(64.0), peak_engines=2.5, isl=64, osl=128, engine_rps=0.85)
+PREFILL_BOUND = Scenario("prefill-bound", Constant(64.0), peak_engines=2.5, isl=192, osl=8, engine_rps=1.9)
 
 OVER_BUDGET = Scenario("over-budget", Burst(32.0, base=0.25, start=4.0, length=28.0), peak_engines=4.0)
 

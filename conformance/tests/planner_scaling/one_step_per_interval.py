@@ -1,8 +1,12 @@
-"""Under a x4 step and a ramp, no component gains or loses more than one worker per load interval.
+"""Under a x4 step, a ramp and a fall, no component gains or loses more than one worker per load interval.
 
-Judged from the workers the harness started and stopped (ground truth), with a quarter interval
-of tolerance for timer jitter: two changes of one component closer than that are a violation,
-and so is one decision moving a component by two.
+The rising cases start from one worker of each component; in ``fall`` the deployment starts at
+four of each under 3.2 engines' worth of load, which falls to 0.48 at t=8 s: one worker would do,
+the throughput floor drops to one within a throughput interval or two, and a planner that goes
+straight to it (or whose load rule proposes the count it needs rather than one less) removes
+several at once. Judged from the workers the harness started and stopped (ground truth), with a
+quarter interval of tolerance for timer jitter: two changes of one component closer than that
+are a violation, and so is one decision moving a component by two.
 """
 
 from __future__ import annotations
@@ -13,17 +17,21 @@ from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 
-SCENARIOS = {"step-x4": planner_scenarios.STEP_X4, "ramp": planner_scenarios.RAMP}
+SCENARIOS = {"step-x4": planner_scenarios.STEP_X4, "ramp": planner_scenarios.RAMP, "fall": planner_scenarios.FALL}
 
 
 async def check(ctx: TestContext) -> None:
-    run = await planner_checks.run(ctx, SCENARIOS[ctx.params["scenario"]])
+    name = ctx.params["scenario"]
+    start = planner_scenarios.FALL_FROM if name == "fall" else 1
+    run = await planner_checks.run(ctx, SCENARIOS[name], prefill=start, decode=start)
     planner_assertions.changes_must_be_one_worker_per_interval(run)
+    if name == "fall":
+        planner_assertions.workers_must_have_moved(run, direction=-1)
 
 
 TEST = ConformanceTest(
     short_name="PlannerScalingOneStepPerInterval",
-    description="Each component changes by at most one worker per load interval, however far the load moves.",
+    description="Each component changes by at most one worker per load interval, however far the load rises or falls.",
     features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_LOAD_BASED_SCALING),
     environments=frozenset({"process"}),
     cases=tuple(Case(name, {"scenario": name}) for name in SCENARIOS),
@@ -35,6 +43,6 @@ TEST = ConformanceTest(
         "Only scales by +/-1 per interval (non-blocking with pending-desired guard: metrics continue to be observed while "
         "scaling is in progress, but no new scaling action is issued until the previous one completes)",
         note="The seed states +/-1 for load-based scaling; the suite holds every change to it, including one toward a "
-        "throughput lower bound far above the current count.",
+        "throughput lower bound far above or below the current count.",
     ),
 )
