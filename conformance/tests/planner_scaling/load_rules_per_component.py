@@ -56,7 +56,7 @@ TEST = ConformanceTest(
     seed=SeedRef(
         "003",
         "Scaling Decisions",
-        "Prefill/Decode: Scale up if ALL engines’ estimated TTFT/ITL > SLA; scale down if ALL < SLA * sensitivity",
+        "Prefill/Decode: Scale up if ALL engines’ estimated TTFT/ITL > SLA; scale down if ALL < SLA * sensitivity",  # noqa: RUF001 (the seed's apostrophe)
         note="Regression Models: prefill estimates TTFT, decode estimates ITL. The bound on over-provisioning (the "
         "smallest count that serves the load, from the suite's calibration of its own engines, plus one step) is the "
         "suite's reading of 'scale down if ALL < SLA * sensitivity'.",
