@@ -74,6 +74,7 @@ REFERENCE_CODE: dict[str, tuple[str, ...]] = {
         "reference_impl/planner/throughput_scaling.py",
         "reference_impl/planner/load_scaling.py",
     ),
+    "PlannerScalingFloorFromPerfModel": ("reference_impl/planner/throughput_scaling.py", "reference_impl/planner/reconcile.py"),
     "PlannerScalingLoadRulesPerComponent": ("reference_impl/planner/load_scaling.py", "reference_impl/planner/estimate.py"),
     "PlannerScalingAcknowledgementGuard": ("reference_impl/planner/connectors/virtual.py", "reference_impl/planner/planner.py"),
     "PlannerScalingOneStepPerInterval": (

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from protocol.perf_profile import PerfProfile
+
 PREDICTORS = ("constant", "arima", "kalman")
 
 
@@ -44,6 +46,7 @@ class PlannerConfig:
     time_scale: float = 1.0
     scaling_ack_timeout_s: float = 1800.0
     profile: str | None = None  # a timing table (fakes' format) as pre-deployment profile; None = live regression
+    perf_profile: PerfProfile | None = None  # a throughput sweep (seed 003's interpolators): the throughput loop's capacity
 
     def __post_init__(self) -> None:
         if self.predictor not in PREDICTORS:

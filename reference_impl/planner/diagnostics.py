@@ -37,6 +37,8 @@ class TickRecord:
     decode_reason: str = ""
     action: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    ttft_after_ms: float | None = None  # the estimate after consolidating N engines into N-1 (the scale-down guard)
+    itl_after_ms: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -10,8 +10,9 @@ in an iteration with probability proportional to its length). Idle time counts a
   prefill the same way).
 - ITL = one decode step with the active KV plus one more request's context (``isl + osl/2``).
 - Consolidation (the scale-down guard) re-estimates with the load of N engines spread over N-1:
-  prefill with the waiting tokens and residual times N/(N-1), and not at all (infinite) when the
-  engine's busy fraction would exceed ``MAX_UTILISATION`` — a queue near saturation grows without
+  the engines' mean load (``mean``: the router may have sent all of it to one engine, but the
+  N-1 left share it) times N/(N-1); prefill with the waiting tokens and residual scaled so, and
+  not at all (infinite) when the engine's busy fraction would exceed ``MAX_UTILISATION`` — a queue near saturation grows without
   bound, which a snapshot of today's short queue cannot show; decode by solving for the new
   number of sequences in flight, since each extra sequence makes every step slower, which keeps
   every sequence in flight longer (n' = spread x n x step(n') / step(n)); no fixed point means
@@ -62,6 +63,19 @@ def summarise(engine_id: str, samples: Sequence[FpmSample], window_ms: float, la
         residual_ms=sum(s.iteration_ms**2 for s in work) / 2 / span,
         busy_fraction=busy / span,
         iterations=len(work),
+    )
+
+
+def mean(loads: Sequence[EngineLoad]) -> EngineLoad:
+    """The load of an average engine: what each of the engines gets when the router spreads the whole evenly."""
+    n = max(1, len(loads))
+    return EngineLoad(
+        engine_id="mean",
+        waiting_prefill_tokens=sum(x.waiting_prefill_tokens for x in loads) / n,
+        active_decode_kv_tokens=sum(x.active_decode_kv_tokens for x in loads) / n,
+        residual_ms=sum(x.residual_ms for x in loads) / n,
+        busy_fraction=sum(x.busy_fraction for x in loads) / n,
+        iterations=round(sum(x.iterations for x in loads) / n),
     )
 
 

@@ -1,6 +1,10 @@
 """PROPOSE, throughput-based: replicas = ceil(predicted rate / per-engine capacity at the SLA).
 
-Capacity comes from the perf model (Dynamo: ``prefill_replicas = ceil(rps / prefill_capacity)``):
+Capacity comes from a pre-deployment throughput sweep when the planner was given one
+(``protocol.perf_profile``: the largest tokens/s per GPU whose profiled latency meets the SLA,
+times the engine's GPUs, over the tokens one request brings: ISL for prefill, OSL for decode, as
+Dynamo sizes ``ceil(num_req x isl / interval / thpt_per_gpu / gpus)``), else from the perf model
+(Dynamo: ``prefill_replicas = ceil(rps / prefill_capacity)``):
 
 - prefill: the largest batch of B tokens (a whole number of requests, at most one chunk) whose
   iteration time t(B) keeps a request's TTFT within the SLA when it waits for one iteration and
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from protocol.perf_profile import PerfProfile
 from reference_impl.planner.perf_model.protocol import PerfModel
 
 MAX_BATCH_REQUESTS = 1024
@@ -49,6 +54,11 @@ def decode_capacity_rps(perf: PerfModel, isl: float, osl: float, itl_ms: float) 
         n += 1
     step = max(perf.decode_ms(n * context), 1e-6)
     return n * 1000.0 / (osl * step)
+
+
+def profiled_capacity_rps(profile: PerfProfile, component: str, sla_ms: float, tokens_per_request: float, gpus: int) -> float:
+    """Requests per second one engine of ``gpus`` GPUs serves within ``sla_ms``, by the profile."""
+    return profile.capacity_per_gpu(component, sla_ms) * gpus / max(1.0, tokens_per_request)
 
 
 def replicas(rps: float, capacity_rps: float) -> int:

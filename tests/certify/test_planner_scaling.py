@@ -36,7 +36,8 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("adapter", "caught_by", "section"),
     [
-        ("tests.nonconforming.planner:StepsOfTwo", "PlannerScalingOneStepPerInterval", "core"),
+        ("tests.nonconforming.planner:StepsOfTwo", "PlannerScalingOneStepPerInterval[step-x4]", "core"),
+        ("tests.nonconforming.planner:StepsOfTwo", "PlannerScalingOneStepPerInterval[fall-load-only]", "core"),
         ("tests.nonconforming.planner:IgnoresGpuBudget", "PlannerScalingGpuBudgetNeverExceeded", "core"),
         ("tests.nonconforming.planner:ScalesDownUnderLoad", "PlannerScalingNeverBelowFloor", "core"),
         ("tests.nonconforming.planner:Flaps", "PlannerScalingNoFlapping", "core"),
@@ -48,6 +49,7 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
         ("tests.nonconforming.planner:BudgetInWorkers", "PlannerScalingGpuBudgetNeverExceeded", "core"),
         ("tests.nonconforming.planner:IgnoresMinEndpoint", "PlannerScalingNeverBelowFloor[min-endpoint-2]", "core"),
         ("tests.nonconforming.planner:IgnoresMinEndpoint", "PlannerScalingNeverBelowFloor[min-endpoint-3]", "core"),
+        ("tests.nonconforming.planner:IgnoresFloor", "PlannerScalingFloorFromPerfModel", "core"),
         ("tests.nonconforming.planner:ShedsToTheFloor", "PlannerScalingOneStepPerInterval[fall]", "core"),
         ("tests.nonconforming.planner:DecodeOnTtft", "PlannerScalingLoadRulesPerComponent[decode-bound]", "core"),
         ("tests.nonconforming.planner:DecodeOnTtft", "PlannerScalingLoadRulesPerComponent[prefill-bound]", "core"),
@@ -55,6 +57,7 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
     ],
     ids=[
         "steps-of-two",
+        "steps-of-two-load-only-fall",
         "ignores-gpu-budget",
         "scales-down-under-load",
         "flaps",
@@ -66,6 +69,7 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
         "budget-in-workers",
         "ignores-min-endpoint-2",
         "ignores-min-endpoint-3",
+        "ignores-floor",
         "sheds-to-the-floor",
         "decode-on-ttft-decode-bound",
         "decode-on-ttft-prefill-bound",

@@ -70,6 +70,14 @@ def _sheds_to_floor(planner: Planner) -> None:
     planner.constrain = constrain
 
 
+def _floor_as_start(planner: Planner) -> None:
+    def constrain(current: Targets, load: Targets | None, floor: Targets | None, cfg: PlannerConfig) -> tuple[Targets, list[str]]:
+        # Broken: once the load loop proposes, its proposal wins; the throughput floor only matters without one.
+        return reconcile(current, load, None, cfg) if load is not None else reconcile(current, None, floor, cfg)
+
+    planner.constrain = constrain
+
+
 def _decode_on_ttft(planner: Planner) -> None:
     seen: dict[str, tuple[list[float], list[float]]] = {}
 
@@ -179,6 +187,11 @@ def ShedsToTheFloor() -> ReferenceImplementation:
     """Steps by one on the way up, but drops straight to the throughput floor on the way down.
     Caught by PlannerScalingOneStepPerInterval[fall]."""
     return ReferenceImplementation(planner_hook=_sheds_to_floor)
+
+
+def IgnoresFloor() -> ReferenceImplementation:
+    """Lets the load loop go below the throughput floor. Caught by PlannerScalingFloorFromPerfModel."""
+    return ReferenceImplementation(planner_hook=_floor_as_start)
 
 
 def DecodeOnTtft() -> ReferenceImplementation:

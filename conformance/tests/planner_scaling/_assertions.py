@@ -9,9 +9,11 @@ seconds since the scenario started; "interval" is the load interval given to the
 from __future__ import annotations
 
 import itertools
+import math
 
 from conformance.tests.planner_scaling._checks import ScenarioRun, value_at
 from fixtures.planner_harness import COMPONENTS
+from protocol.perf_profile import PerfProfile
 
 
 def _changes(run: ScenarioRun, component: str) -> list[tuple[float, int]]:
@@ -179,3 +181,27 @@ def workers_must_not_over_provision(run: ScenarioRun, component: str, start: flo
             f"({run.scenario.engines_at(t) * run.scenario.engine_rps:.2f} requests/s); {run.scenario.needed_at(t)} serve it "
             f"within the SLA, so at most {most} may be held once scaling settled"
         )
+
+
+def workers_must_hold_the_profile_floor(run: ScenarioRun, profile: PerfProfile, start: float) -> None:
+    """From ``start`` on, each component serves with at least ceil(offered load / the profile's capacity at the SLA)
+    workers: the least throughput floor a planner given ``profile`` may write (seed 003, Step 4)."""
+    step = run.load_interval / 4
+    spec = run.planner
+    per_request = {"prefill": run.scenario.isl, "decode": run.scenario.osl}
+    sla = {"prefill": spec.ttft_ms, "decode": spec.itl_ms}
+    gpus = {"prefill": spec.prefill_engine_num_gpu, "decode": spec.decode_engine_num_gpu}
+    for component in COMPONENTS:
+        capacity = profile.capacity_per_gpu(component, sla[component]) * gpus[component]
+        ready = run.ready(component)
+        for i in range(int((run.end_s - start) / step) + 1):
+            t = start + i * step
+            rps = run.scenario.engines_at(t) * run.scenario.engine_rps
+            floor = max(spec.min_endpoint, math.ceil(rps * per_request[component] / capacity - 1e-9))
+            n = value_at(ready, t)
+            assert n >= floor, (
+                f"{component}: {n} serving workers at t={t:.1f} s under a steady {rps:.2f} requests/s; the profile the "
+                f"planner was given says one engine serves {capacity:.0f} tokens/s within the SLA, so its throughput floor "
+                f"is at least ceil({rps:.2f} x {per_request[component]} / {capacity:.0f}) = {floor}, and the load loop may "
+                "not go below it"
+            )

@@ -43,6 +43,8 @@ LOAD_RULES_SETTLED_AT = 40.0
 DECODE_BOUND = Scenario("decode-bound", Constant(64.0), peak_engines=2.5, isl=64, osl=128, engine_rps=0.85)
 PREFILL_BOUND = Scenario("prefill-bound", Constant(64.0), peak_engines=2.5, isl=192, osl=8, engine_rps=1.9)
 
+PROFILED = Scenario("profiled-steady", Constant(48.0), peak_engines=1.65)  # 1.98 requests/s
+
 OVER_BUDGET = Scenario("over-budget", Burst(32.0, base=0.25, start=4.0, length=28.0), peak_engines=4.0)
 
 BURST = Scenario("burst", Burst(60.0, base=0.33, start=10.0, length=24.0), peak_engines=3.0)

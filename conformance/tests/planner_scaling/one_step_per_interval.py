@@ -4,12 +4,15 @@ The rising cases start from one worker of each component; in ``fall`` the deploy
 four of each under 3.2 engines' worth of load, which falls to 0.48 at t=8 s: one worker would do,
 the throughput floor drops to one within a throughput interval or two, and a planner that goes
 straight to it (or whose load rule proposes the count it needs rather than one less) removes
-several at once. Judged from the workers the harness started and stopped (ground truth), with a
+several at once. ``fall-load-only`` is the same fall with ``enable_throughput_scaling=False``:
+the load rule's own steps down, with no floor. Judged from the workers the harness started and stopped (ground truth), with a
 quarter interval of tolerance for timer jitter: two changes of one component closer than that
 are a violation, and so is one decision moving a component by two.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
@@ -17,15 +20,25 @@ from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 
-SCENARIOS = {"step-x4": planner_scenarios.STEP_X4, "ramp": planner_scenarios.RAMP, "fall": planner_scenarios.FALL}
+SCENARIOS = {
+    "step-x4": planner_scenarios.STEP_X4,
+    "ramp": planner_scenarios.RAMP,
+    "fall": planner_scenarios.FALL,
+    "fall-load-only": planner_scenarios.FALL,
+}
 
 
 async def check(ctx: TestContext) -> None:
     name = ctx.params["scenario"]
-    start = planner_scenarios.FALL_FROM if name == "fall" else 1
-    run = await planner_checks.run(ctx, SCENARIOS[name], prefill=start, decode=start)
+    falls = SCENARIOS[name] is planner_scenarios.FALL
+    start = planner_scenarios.FALL_FROM if falls else 1
+    throughput = not name.endswith("load-only")
+    run = await planner_checks.run(
+        ctx, SCENARIOS[name], prefill=start, decode=start,
+        tweak=lambda spec: dataclasses.replace(spec, enable_throughput_scaling=throughput),
+    )
     planner_assertions.changes_must_be_one_worker_per_interval(run)
-    if name == "fall":
+    if falls:
         planner_assertions.workers_must_have_moved(run, direction=-1)
 
 

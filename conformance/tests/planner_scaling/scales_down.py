@@ -3,20 +3,29 @@
 The first removal of a component must come within two throughput intervals (the window of the
 throughput floor must see the lower load) plus ``planner_scale_down_intervals`` load intervals;
 each further one within ``planner_scale_down_intervals`` more, until the component is back at
-the count it had before the load rose.
+the count it had before the load rose. Cases: ``both-loops`` (the planner as configured by
+default) and ``load-only`` (``enable_throughput_scaling=False``): the load rule's own scale-down,
+"ALL < SLA * sensitivity", with no floor to fall with the load.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 
+THROUGHPUT_LOOP = {"both-loops": True, "load-only": False}
+
 
 async def check(ctx: TestContext) -> None:
-    run = await planner_checks.run(ctx, planner_scenarios.UP_AND_DOWN)
+    throughput = THROUGHPUT_LOOP[ctx.params["loops"]]
+    run = await planner_checks.run(
+        ctx, planner_scenarios.UP_AND_DOWN, tweak=lambda spec: dataclasses.replace(spec, enable_throughput_scaling=throughput)
+    )
     planner_assertions.workers_must_scale_down_after(run, planner_scenarios.FALL_AT, planner_scenarios.RISE_AT)
 
 
@@ -25,6 +34,7 @@ TEST = ConformanceTest(
     description="When load falls, the planner removes the extra workers within the stated number of intervals.",
     features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_STABILITY),
     environments=frozenset({"process"}),
+    cases=tuple(Case(name, {"loops": name}) for name in THROUGHPUT_LOOP),
     slow=True,
     check=check,
     seed=SeedRef(

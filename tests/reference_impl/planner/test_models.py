@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from protocol.perf_profile import PerfProfile
 from reference_impl.planner import estimate, predictors, throughput_scaling
 from reference_impl.planner.fpm import FpmSample
 from reference_impl.planner.perf_model.regression import RegressionPerfModel
@@ -64,3 +65,37 @@ def test_decode_capacity_is_the_rate_that_keeps_itl_within_the_sla() -> None:
     rps = throughput_scaling.decode_capacity_rps(m, 256, 32, 100)
     assert 1.0 < rps < 3.0
     assert throughput_scaling.replicas(3.0, rps) >= 2
+
+
+PROFILE = PerfProfile(isl=256, context=272, prefill=((0.0, 400.0), (192.0, 1000.0), (256.0, 3000.0)), decode=((0.0, 20.0), (24.0, 100.0)))
+
+
+@pytest.mark.parametrize(
+    ("component", "sla_ms", "tokens_per_gpu"),
+    [("prefill", 1000.0, 192.0), ("prefill", 700.0, 96.0), ("prefill", 2000.0, 224.0), ("prefill", 300.0, 0.0),
+     ("decode", 100.0, 24.0), ("decode", 500.0, 24.0)],
+    ids=["prefill-at-a-point", "prefill-between-points", "prefill-on-the-steep-part", "prefill-below-the-curve",
+         "decode-at-a-point", "decode-past-the-sweep"],
+)
+def test_a_profile_gives_the_largest_throughput_within_the_sla(component: str, sla_ms: float, tokens_per_gpu: float) -> None:
+    assert PROFILE.capacity_per_gpu(component, sla_ms) == pytest.approx(tokens_per_gpu)
+
+
+def test_profiled_capacity_is_per_engine_requests_and_sizes_the_floor_seed_003s_way() -> None:
+    # 192 tokens/s per GPU x 2 GPUs / 256 tokens per request = 1.5 requests/s per engine; 4 requests/s need 3 engines
+    rps = throughput_scaling.profiled_capacity_rps(PROFILE, "prefill", 1000.0, 256, 2)
+    assert rps == pytest.approx(1.5)
+    assert throughput_scaling.replicas(4.0, rps) == 3
+
+
+def test_consolidation_spreads_the_whole_load_however_unevenly_the_router_sent_it() -> None:
+    # one decode engine carried everything, the other idled: the one engine left after consolidation carries the same
+    m = RegressionPerfModel(min_observations=2)
+    for kv in (272, 2720):
+        m.observe_decode(kv, 16 + 0.056 * kv)
+    busy = estimate.EngineLoad("a", 0.0, 200.0, 10.0, 0.75, 48)
+    idle = estimate.EngineLoad("b", 0.0, 0.0, 0.0, 0.0, 0)
+    spread = estimate.itl_ms(estimate.mean([busy, idle]), m, 272, 2.0)
+    alone = estimate.itl_ms(busy, m, 272, 1.0)
+    assert spread == pytest.approx(alone, rel=0.2)  # NB: the fixed point adds the slowdown of more sequences per step
+    assert spread < 80.0 < estimate.itl_ms(busy, m, 272, 2.0)  # scaling the busy engine's own load doubled it
