@@ -26,8 +26,9 @@ UP_AND_DOWN = Scenario("step-up-and-down", Step(72.0, ((0.0, 0.2), (RISE_AT, 1.0
 
 RAMP = Scenario("ramp", Ramp(56.0, ((0.0, 0.25), (28.0, 1.0))), peak_engines=3.2)
 
-FALL_FROM = 4  # workers of each component when the load falls
-FALL = Scenario("fall", Step(40.0, ((0.0, 1.0), (8.0, 0.15))), peak_engines=3.2)  # 3.2 -> 0.48 engines' worth at t=8
+FALL_FROM = 6  # workers of each component at the start: the first throughput floor (t=12) finds several above it
+FALL_BUDGET = 16  # GPUs: room for the six of each
+FALL = Scenario("fall", Step(44.0, ((0.0, 1.0), (8.0, 0.15))), peak_engines=3.2)  # 3.2 -> 0.48 engines' worth at t=8
 
 STEADY_SETTLED_AT = 22.0
 STEADY = Scenario("steady", Constant(52.0), peak_engines=2.5)

@@ -1,9 +1,9 @@
 """Under a x4 step, a ramp and a fall, no component gains or loses more than one worker per load interval.
 
 The rising cases start from one worker of each component; in ``fall`` the deployment starts at
-four of each under 3.2 engines' worth of load, which falls to 0.48 at t=8 s: one worker would do,
-the throughput floor drops to one within a throughput interval or two, and a planner that goes
-straight to it (or whose load rule proposes the count it needs rather than one less) removes
+six of each under 3.2 engines' worth of load (budget 16 GPUs), which falls to 0.48 at t=8 s: one
+worker would do, the first throughput floor (at 2 W) is one or two while four or five still run,
+and a planner that goes straight to it (or whose load rule proposes the count it needs rather than one less) removes
 several at once. ``fall-load-only`` is the same fall with ``enable_throughput_scaling=False``:
 the load rule's own steps down, with no floor. Judged from the workers the harness started and stopped (ground truth), with a
 quarter interval of tolerance for timer jitter: two changes of one component closer than that
@@ -35,7 +35,9 @@ async def check(ctx: TestContext) -> None:
     throughput = not name.endswith("load-only")
     run = await planner_checks.run(
         ctx, SCENARIOS[name], prefill=start, decode=start,
-        tweak=lambda spec: dataclasses.replace(spec, enable_throughput_scaling=throughput),
+        tweak=lambda spec: dataclasses.replace(
+            spec, enable_throughput_scaling=throughput, max_gpu_budget=max(spec.max_gpu_budget, planner_scenarios.FALL_BUDGET)
+        ),
     )
     planner_assertions.changes_must_be_one_worker_per_interval(run)
     if falls:
