@@ -1,15 +1,18 @@
 """With the throughput loop off, each component scales on its own signal: decode on ITL, prefill on TTFT.
 
-Seed 003's load rules, judged alone (``enable_throughput_scaling=False``, so no floor masks them):
-- ``decode-bound``: short prompts, long outputs (ISL 64, OSL 128) at 2.5 decode engines' worth.
-  Decode's ITL passes the SLA on every engine until three serve; prefill stays far under its TTFT.
-- ``prefill-bound``: longer prompts, few outputs (ISL 192, OSL 8) at 2.5 prefill engines' worth.
-  The reverse.
+Seed 003's load rules, judged alone (``enable_throughput_scaling=False``, so no floor masks them).
+The busy component starts at two workers, the idle one at one:
+- ``decode-bound``: short prompts, long outputs (ISL 64, OSL 128) at 2.5 decode engines' worth
+  (0.85 requests/s each, measured). Decode's ITL passes the SLA on both engines until a third
+  serves; prefill stays far under its TTFT.
+- ``prefill-bound``: longer prompts, few outputs (ISL 192, OSL 8) at 2.5 prefill engines' worth
+  (1.9 requests/s each). The reverse.
 
 For the busy component, from t=40 s (``_scenarios.LOAD_RULES_SETTLED_AT``: the backlog of the
 first seconds has drained): the SLA holds, and it holds no more than the smallest count that
-serves the load plus one step (no over-provisioning). The idle component never grows past its one worker:
-a planner that scales both components on one signal, or judges decode on TTFT, grows it.
+serves the load plus one step (no over-provisioning). The idle component never grows past its
+one worker: a planner that scales both components on one signal, or judges decode on TTFT,
+grows it.
 All from the harness's engines and the suite's client, never from the planner's account.
 """
 
