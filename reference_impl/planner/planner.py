@@ -47,7 +47,7 @@ from reference_impl.planner.perf_model.regression import RegressionPerfModel
 from reference_impl.planner.perf_model.table import TablePerfModel
 from reference_impl.planner.predictors.protocol import Predictor
 from reference_impl.planner.reconcile import Targets, reconcile
-from reference_impl.planner.traffic import TrafficMeter
+from reference_impl.planner.traffic import TrafficMeter, TrafficSample, merged
 
 log = logging.getLogger("servecert.planner")
 IN_PROGRESS = "scaling_in_progress"
@@ -113,6 +113,7 @@ class Planner:
         self.started = time.monotonic()
         self._last_tick = self.started
         self._last_traffic: float | None = None
+        self._last_sample: TrafficSample | None = None
         self._fed: dict[str, float] = {}
         self._mismatch = 0
         self._down_streak: dict[str, int] = {}
@@ -237,7 +238,12 @@ class Planner:
             return None, None
         if sample.requests > 0:
             self.isl, self.osl = sample.isl, sample.osl
-        self.predictor.add(sample.rps)
+        # NB: the rate over the last two windows: arrivals are completions plus the growth of the requests inside the
+        # engines, an instantaneous gauge that moved one window's rate by up to +/-20% under a steady load; the floor's
+        # dead band (10% up) then raised and dropped a worker on noise alone (PlannerScalingNoFlapping, 1 of 5 runs).
+        smoothed = sample if self._last_sample is None else merged(self._last_sample, sample)
+        self._last_sample = sample
+        self.predictor.add(smoothed.rps)
         predicted = self.predictor.predict()
         capacity = self._capacity()
         if capacity is not None:

@@ -40,6 +40,16 @@ class TrafficSample:
         return self.requests / self.seconds if self.seconds > 0 else 0.0
 
 
+def merged(earlier: TrafficSample, later: TrafficSample) -> TrafficSample:
+    """One sample spanning two consecutive windows (seed 003: the throughput loop "uses a longer traffic window")."""
+    requests = earlier.requests + later.requests
+
+    def mean(a: float, b: float) -> float:
+        return (a * earlier.requests + b * later.requests) / requests if requests else 0.0
+
+    return TrafficSample(requests, mean(earlier.isl, later.isl), mean(earlier.osl, later.osl), earlier.seconds + later.seconds)
+
+
 @dataclass(frozen=True)
 class _Counters:
     requests: float

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from protocol.perf_profile import PerfProfile
-from reference_impl.planner import estimate, predictors, throughput_scaling
+from reference_impl.planner import estimate, predictors, throughput_scaling, traffic
 from reference_impl.planner.fpm import FpmSample
 from reference_impl.planner.perf_model.regression import RegressionPerfModel
 
@@ -99,3 +99,9 @@ def test_consolidation_spreads_the_whole_load_however_unevenly_the_router_sent_i
     alone = estimate.itl_ms(busy, m, 272, 1.0)
     assert spread == pytest.approx(alone, rel=0.2)  # NB: the fixed point adds the slowdown of more sequences per step
     assert spread < 80.0 < estimate.itl_ms(busy, m, 272, 2.0)  # scaling the busy engine's own load doubled it
+
+
+def test_two_windows_merge_into_one_rate_with_request_weighted_lengths() -> None:
+    both = traffic.merged(traffic.TrafficSample(12, 200, 30, 6.0), traffic.TrafficSample(24, 300, 36, 6.0))
+    assert both.rps == pytest.approx(3.0)
+    assert (both.isl, both.osl) == (pytest.approx(800 / 3), pytest.approx(34.0))
