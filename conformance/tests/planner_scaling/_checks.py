@@ -22,9 +22,10 @@ import aiohttp
 
 from conformance.suite.test_case import TestContext
 from conformance.suite.timeouts import Timeouts
-from fixtures import load_generator
+from fixtures import cpu_priority, gc_deferral, load_generator
 from fixtures import planner_calibration as cal
 from fixtures.adapter import DeploymentSpec, PlannedDeployment, PlannerSpec, WorkerSpec
+from fixtures.loop_lag import LoopLag
 from fixtures.planner_harness import COMPONENTS, ScalingHarness, count_at
 from load.shapes import Shape
 from load.shapes.trace import TraceReplay
@@ -105,6 +106,7 @@ class ScenarioRun:
     harness: ScalingHarness
     end_s: float
     log: list[str] = field(default_factory=list)
+    machine: str = ""  # how the machine treated the scenario: CPU priority and event-loop lag
 
     @property
     def scale(self) -> float:
@@ -212,7 +214,9 @@ class ScenarioRun:
         peaks = {c: max((k for _, k in self.held(c)), default=0) for c in COMPONENTS}
         return (
             f"scenario {self.scenario.name}: {len(self.results)} requests, {share:.1%} of {n} within SLA overall, "
-            f"{len(self.harness.decisions)} decisions, peak workers {peaks}, {self.gpu_seconds():.0f} GPU-seconds (simulated)"
+            f"{len(self.harness.decisions)} decisions, peak workers {peaks}, {self.gpu_seconds():.0f} GPU-seconds (simulated); "
+            f"machine: {self.machine or 'not recorded'}; held workers (t, count): "
+            + "; ".join(f"{c} {[(round(t, 1), n) for t, n in self.held(c)]}" for c in COMPONENTS)
         )
 
 
@@ -240,11 +244,33 @@ async def run(
         )
     arrivals = scenario.arrivals(t.planner_time_scale)
     templates = {c: worker(c, t.planner_engine_startup_s) for c in COMPONENTS}
-    started = time.perf_counter()
     gpus = {"prefill": spec.prefill_engine_num_gpu, "decode": spec.decode_engine_num_gpu}
     harness = ScalingHarness(
         deployment, templates, gpus, t0=time.monotonic(), ack_delay_s=ack_delay_s / t.planner_time_scale, acknowledge=acknowledge
     )
+    lag = LoopLag()
+    with cpu_priority.raised() as priority, gc_deferral.deferred():
+        lag.start(scenario.duration_s / t.planner_time_scale + t.request_s)
+        try:
+            results, end = await _drive(ctx, deployment, harness, scenario, arrivals)
+        finally:
+            await lag.stop()
+    outcome = ScenarioRun(scenario, t, spec, results, harness, end * t.planner_time_scale,
+                          machine=f"{priority.outcome}, {lag.summary()}")
+    ctx.log.info(outcome.summary())
+    ctx.log.info(outcome.timeline())
+    assert not harness.errors, f"{ctx.name}: the harness could not carry out the planner's decisions: {harness.errors[:3]}"
+    return outcome
+
+
+async def _drive(
+    ctx: TestContext, deployment: PlannedDeployment, harness: ScalingHarness, scenario: Scenario,
+    arrivals: list[load_generator.Arrival],
+) -> tuple[list[load_generator.Result], float]:
+    """Start the harness, send every arrival, wait out the scenario, stop the harness: the client's results and the
+    scenario's end (real seconds on the harness's clock)."""
+    t = ctx.timeouts
+    started = time.perf_counter()
     harness.start()
     ctx.add_cleanup(harness.close)
     connector = aiohttp.TCPConnector(limit=0)
@@ -256,11 +282,7 @@ async def run(
         await asyncio.sleep(remaining)
     end = harness.now()
     await harness.close()
-    outcome = ScenarioRun(scenario, t, spec, results, harness, end * t.planner_time_scale)
-    ctx.log.info(outcome.summary())
-    ctx.log.info(outcome.timeline())
-    assert not harness.errors, f"{ctx.name}: the harness could not carry out the planner's decisions: {harness.errors[:3]}"
-    return outcome
+    return results, end
 
 
 def value_at(steps: list[tuple[float, int]], t: float) -> int:
