@@ -53,6 +53,11 @@ def _gpus_as_workers(config: PlannerConfig) -> PlannerConfig:
     return dataclasses.replace(config, prefill_engine_num_gpu=1, decode_engine_num_gpu=1)
 
 
+def _floor_on_load_interval(config: PlannerConfig) -> PlannerConfig:
+    # Broken: the throughput loop reads traffic over one load interval, so the floor follows every short lull.
+    return dataclasses.replace(config, throughput_interval_s=config.load_interval_s)
+
+
 def _no_min_endpoint(config: PlannerConfig) -> PlannerConfig:
     return dataclasses.replace(config, min_endpoint=1)  # Broken: the configured min_endpoint is not applied.
 
@@ -192,6 +197,12 @@ def ShedsToTheFloor() -> ReferenceImplementation:
 def IgnoresFloor() -> ReferenceImplementation:
     """Lets the load loop go below the throughput floor. Caught by PlannerScalingFloorFromPerfModel."""
     return ReferenceImplementation(planner_hook=_floor_as_start)
+
+
+def FloorFollowsDips() -> ReferenceImplementation:
+    """Predicts the floor from one load interval's traffic, not a longer window, so a short idle period removes it.
+    Caught by PlannerScalingFloorFromPerfModel[short-dip]."""
+    return ReferenceImplementation(planner_config_hook=_floor_on_load_interval)
 
 
 def DecodeOnTtft() -> ReferenceImplementation:

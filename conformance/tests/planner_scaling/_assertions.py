@@ -102,7 +102,7 @@ def requests_must_meet_sla(run: ScenarioRun, start: float, end: float | None = N
     assert share >= need, (
         f"{what or run.scenario.name}: {share:.1%} of {n} requests sent after scaling settled met TTFT<={run.planner.ttft_ms:g} ms "
         f"and ITL<={run.planner.itl_ms:g} ms; at least {need:.0%} must (excused after load rises: "
-        f"{[(round(a, 1), round(b, 1)) for a, b in run.excused()]}); {run.misses(start, end)}"
+        f"{[(round(a, 1), round(b, 1)) for a, b in run.excused()]}); {run.misses(start, end)}; machine: {run.machine}"
     )
 
 
@@ -185,23 +185,52 @@ def workers_must_not_over_provision(run: ScenarioRun, component: str, start: flo
 
 def workers_must_hold_the_profile_floor(run: ScenarioRun, profile: PerfProfile, start: float) -> None:
     """From ``start`` on, each component serves with at least ceil(offered load / the profile's capacity at the SLA)
-    workers: the least throughput floor a planner given ``profile`` may write (seed 003, Step 4)."""
+    workers: the least throughput floor a planner given ``profile`` may write (seed 003, Step 4). The offered load at
+    ``t`` is the lowest mean rate of any throughput window ending in the last two windows (one to write the floor, one
+    for it to take effect): a floor predicted from a window is not removed by an idle period shorter than the window
+    ("keeps capacity that was predicted for near-future demand from being removed because of short idle periods"),
+    and under steady load it is the steady rate."""
     step = run.load_interval / 4
     spec = run.planner
     per_request = {"prefill": run.scenario.isl, "decode": run.scenario.osl}
     sla = {"prefill": spec.ttft_ms, "decode": spec.itl_ms}
     gpus = {"prefill": spec.prefill_engine_num_gpu, "decode": spec.decode_engine_num_gpu}
+    rates = _window_rates(run)
     for component in COMPONENTS:
         capacity = profile.capacity_per_gpu(component, sla[component]) * gpus[component]
         ready = run.ready(component)
         for i in range(int((run.end_s - start) / step) + 1):
             t = start + i * step
-            rps = run.scenario.engines_at(t) * run.scenario.engine_rps
+            rps, since = _lowest_window_rps(rates, t, spec.throughput_interval_s)
             floor = max(spec.min_endpoint, math.ceil(rps * per_request[component] / capacity - 1e-9))
             n = value_at(ready, t)
             assert n >= floor, (
-                f"{component}: {n} serving workers at t={t:.1f} s under a steady {rps:.2f} requests/s; the profile the "
-                f"planner was given says one engine serves {capacity:.0f} tokens/s within the SLA, so its throughput floor "
-                f"is at least ceil({rps:.2f} x {per_request[component]} / {capacity:.0f}) = {floor}, and the load loop may "
-                "not go below it"
+                f"{component}: {n} serving workers at t={t:.1f} s; every {spec.throughput_interval_s:g} s throughput window "
+                f"since t={since:.1f} s offered at least {rps:.2f} requests/s, and the profile the planner was given says one "
+                f"engine serves {capacity:.0f} tokens/s within the SLA, so its throughput floor is at least "
+                f"ceil({rps:.2f} x {per_request[component]} / {capacity:.0f}) = {floor}, and the load loop may not go below "
+                f"it; {_moments(run, component)}"
             )
+
+
+def _window_rates(run: ScenarioRun) -> list[tuple[float, float]]:
+    """(end, mean offered requests/s over the throughput window ending there), every quarter of a second from the end
+    of the first whole window."""
+    window = run.planner.throughput_interval_s
+    dt = 0.25
+    cumulative = list(itertools.accumulate((run.scenario.engines_at((k + 0.5) * dt) * dt for k in range(int(run.end_s / dt) + 1)),
+                                           initial=0.0))
+    width = max(1, round(window / dt))
+    return [(k * dt, (cumulative[k] - cumulative[k - width]) / window * run.scenario.engine_rps) for k in range(width, len(cumulative))]
+
+
+def _lowest_window_rps(rates: list[tuple[float, float]], t: float, window: float) -> tuple[float, float]:
+    """(the lowest rate of a window ending in [t - 2 W, t], the start of the earliest such window)."""
+    chosen = [rps for end, rps in rates if t - 2 * window <= end <= t]
+    first = min((end for end, _ in rates if end >= t - 2 * window), default=t)
+    return (min(chosen) if chosen else 0.0), first - window
+
+
+def _moments(run: ScenarioRun, component: str) -> str:
+    """The component's serving workers over the scenario, as (time, count) changes, for a failure message."""
+    return f"serving {component} workers (t, count) were {[(round(a, 1), n) for a, n in run.ready(component)]}"

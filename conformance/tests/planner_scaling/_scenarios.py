@@ -46,6 +46,14 @@ PREFILL_BOUND = Scenario("prefill-bound", Constant(64.0), peak_engines=2.5, isl=
 
 PROFILED = Scenario("profiled-steady", Constant(48.0), peak_engines=1.65)  # 1.98 requests/s
 
+# A short idle period inside sustained demand (seed 003: the floor "keeps capacity that was predicted for near-future
+# demand from being removed because of short idle periods"): 1.7 requests/s, no request at all for DIP_S from DIP_AT.
+# Judged with a throughput window of DIP_WINDOW_S, three times the dip: any such window still averages >= 1.13 req/s.
+DIP_AT, DIP_S, DIP_WINDOW_S = 76.0, 10.0, 30.0
+SHORT_DIP = Scenario(
+    "short-dip", Step(100.0, ((0.0, 1.0), (DIP_AT, 0.0), (DIP_AT + DIP_S, 1.0))), peak_engines=1.7 / ENGINE_RPS
+)
+
 OVER_BUDGET = Scenario("over-budget", Burst(32.0, base=0.25, start=4.0, length=28.0), peak_engines=4.0)
 
 BURST = Scenario("burst", Burst(60.0, base=0.33, start=10.0, length=24.0), peak_engines=3.0)

@@ -2,16 +2,24 @@
 
 The suite hands the planner a pre-deployment profile (``PlannerSpec.profile``, seed 003's
 "profile_results_dir" data: throughput per GPU against TTFT at ISL 256, against ITL at context
-272) that is conservative: it says an engine serves 192 prefill tokens/s (0.75 requests/s) within
-the TTFT SLA and 24 decode tokens/s (0.75 requests/s) within the ITL SLA, while the engines really
-serve about 1.7. Under a steady 1.98 requests/s the throughput loop must then write a floor of
-at least ceil(1.98 x 256 / 192) = 3 prefill and ceil(1.98 x 32 / 24) = 3 decode workers (seed 003
-sizes replicas as predicted load over capacity at the SLA; a planner may add headroom, never
-less), and the load loop, which alone would be content with two of each (each serving 0.99
-requests/s), must not go below it. Judged from the moment a conformant planner can hold it to
-the end (the first floor needs a full throughput window, and the next one writes it: 2 W; then
-two added workers, 2 L + start-up each, and 3 L to settle: t=32 s at the defaults), from the
-workers the harness runs.
+272), so the suite can compute the floor itself: ceil(offered requests/s x tokens per request /
+profiled tokens/s per GPU at the SLA) workers (seed 003 sizes replicas as predicted load over
+capacity; a planner may add headroom, never less). The offered rate at t is the lowest mean rate of
+any throughput window ending in the last two windows (``workers_must_hold_the_profile_floor``).
+From the workers the harness runs. Two cases:
+
+- ``steady``: a conservative profile (an engine serves 192 prefill tokens/s, 0.75 requests/s,
+  within the TTFT SLA, and 24 decode tokens/s within the ITL SLA; the engines really serve about
+  1.7) under a steady 1.98 requests/s: the floor is ceil(1.98 x 256 / 192) = 3 prefill and
+  ceil(1.98 x 32 / 24) = 3 decode workers, while the load loop alone would be content with two
+  of each. Judged from 2 W + two added workers (2 L + start-up each) + 3 L: t=32 s at the defaults.
+- ``short-dip``: seed 003's "short idle periods". 1.7 requests/s with no request at all for 10 s
+  from t=76 s, a throughput window W of 30 s (not the default 6), a load interval of 1 s (not 2:
+  a load loop that sheds does so within the dip) and a flat profile of 1.0 requests/s per engine
+  (latency flat up to 256 prefill and 32 decode tokens/s, then steep, so capacity at the SLA and at
+  SLA x sensitivity agree). Every 30 s window averages at least 1.13 requests/s, so the floor is 2
+  of each throughout the dip; with the load loop alone, idle engines go down to one. Judged from
+  2 W + one added worker + 3 L (t=73 s) to the end (t=100 s).
 """
 
 from __future__ import annotations
@@ -19,11 +27,12 @@ from __future__ import annotations
 import dataclasses
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 from fixtures import planner_calibration as cal
+from fixtures.adapter import PlannerSpec
 from protocol.perf_profile import PerfProfile
 
 PROFILE = PerfProfile(
@@ -32,16 +41,35 @@ PROFILE = PerfProfile(
     prefill=((0.0, 400.0), (192.0, cal.TTFT_MS), (256.0, 3 * cal.TTFT_MS)),
     decode=((0.0, 20.0), (24.0, cal.ITL_MS), (32.0, 3 * cal.ITL_MS)),
 )
+DIP_PROFILE = PerfProfile(  # flat, then steep: 1.0 requests/s per engine at the SLA and at SLA x 0.8 alike
+    isl=cal.ISL,
+    context=cal.ISL + cal.OSL // 2,
+    prefill=((0.0, cal.TTFT_MS / 2), (float(cal.ISL), cal.TTFT_MS / 2), (cal.ISL + 4.0, 3 * cal.TTFT_MS)),
+    decode=((0.0, cal.ITL_MS / 2), (float(cal.OSL), cal.ITL_MS / 2), (cal.OSL + 0.5, 3 * cal.ITL_MS)),
+)
 BUDGET = 16  # room for a planner that plans with headroom over the profile's floor
-FLOOR = 3  # ceil(1.98 x 256 / 192) and ceil(1.98 x 32 / 24): the workers one starts with (1) plus two
+CASES = {
+    # case: (scenario, profile, throughput interval W (None: the default), load interval L (None: the default), floor)
+    "steady": (planner_scenarios.PROFILED, PROFILE, None, None, 3),  # ceil(1.98 x 256 / 192), ceil(1.98 x 32 / 24)
+    "short-dip": (planner_scenarios.SHORT_DIP, DIP_PROFILE, planner_scenarios.DIP_WINDOW_S, 1.0, 2),  # ceil(1.13 / 1.0)
+}
 
 
 async def check(ctx: TestContext) -> None:
-    run = await planner_checks.run(
-        ctx, planner_scenarios.PROFILED, tweak=lambda spec: dataclasses.replace(spec, profile=PROFILE, max_gpu_budget=BUDGET)
-    )
-    settled = 2 * ctx.timeouts.planner_throughput_interval_s + run.step_allowance(FLOOR - 1)
-    planner_assertions.workers_must_hold_the_profile_floor(run, PROFILE, settled)
+    scenario, profile, window, interval, floor = CASES[ctx.params["case"]]
+
+    def tweak(spec: PlannerSpec) -> PlannerSpec:
+        return dataclasses.replace(
+            spec,
+            profile=profile,
+            max_gpu_budget=BUDGET,
+            throughput_interval_s=window or spec.throughput_interval_s,
+            load_interval_s=interval or spec.load_interval_s,
+        )
+
+    run = await planner_checks.run(ctx, scenario, tweak=tweak)
+    settled = 2 * run.planner.throughput_interval_s + run.step_allowance(floor - 1)
+    planner_assertions.workers_must_hold_the_profile_floor(run, profile, settled)
 
 
 TEST = ConformanceTest(
@@ -49,6 +77,7 @@ TEST = ConformanceTest(
     description="With a pre-deployment profile the suite wrote, workers never fall below the floor it implies at the SLA.",
     features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_SCALING_BOUNDS),
     environments=frozenset({"process"}),
+    cases=tuple(Case(name, {"case": name}) for name in CASES),
     slow=True,
     check=check,
     seed=SeedRef(
@@ -59,6 +88,8 @@ TEST = ConformanceTest(
         note="Step 4 also: 'The throughput proposer converts predicted load and per-engine capacity into replica targets.' "
         "Step 3: the perf model is bootstrapped from 'profile_results_dir NPZ/JSON fallback data'; Performance "
         "Interpolation: 'Prefill interpolator: Maps (throughput_per_gpu, ISL) -> TTFT'. The floor the suite demands is "
-        "ceil(offered requests/s x tokens per request / (profiled tokens/s per GPU at the SLA x GPUs)).",
+        "ceil(offered requests/s x tokens per request / (profiled tokens/s per GPU at the SLA x GPUs)). Short idle periods "
+        "(Architecture): 'When both loops are enabled, throughput-based scaling sets the replica lower bound ... This keeps "
+        "capacity that was predicted for near-future demand from being removed because of short idle periods.'",
     ),
 )
