@@ -221,7 +221,10 @@ def _window_rates(run: ScenarioRun) -> list[tuple[float, float]]:
     cumulative = list(itertools.accumulate((run.scenario.engines_at((k + 0.5) * dt) * dt for k in range(int(run.end_s / dt) + 1)),
                                            initial=0.0))
     width = max(1, round(window / dt))
-    return [(k * dt, (cumulative[k] - cumulative[k - width]) / window * run.scenario.engine_rps) for k in range(width, len(cumulative))]
+    return [
+        (k * dt, (cumulative[k] - cumulative[k - width]) / (width * dt) * run.scenario.engine_rps)
+        for k in range(width, len(cumulative))
+    ]
 
 
 def _lowest_window_rps(rates: list[tuple[float, float]], t: float, window: float) -> tuple[float, float]:

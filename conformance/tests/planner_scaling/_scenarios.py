@@ -38,8 +38,8 @@ LOW = Scenario("low-load", Constant(28.0), peak_engines=0.4)  # one worker of ea
 # Load-rule scenarios: one component does all the work. One engine's worth of each mix is measured with
 # `servecert bench planner-calibrate --isl I --osl O` (>= 95% within SLA at 0.9 and 2.0 requests/s, not at 1.0 and 2.4).
 # The SLA is judged from LOAD_RULES_SETTLED_AT: with the load rules alone, the backlog that builds while two engines
-# serve 2.5-2.8 engines' worth must drain, and a decode engine's long sequences keep it busier than a new one, so "ALL engines
-# above the SLA" holds only once they finish (one sequence lasts ~13 s at the ITL SLA).
+# serve 2.5-2.8 engines' worth must drain, and a decode engine's long sequences keep it busier than a new one, so
+# "ALL engines above the SLA" holds only once they finish (one sequence lasts ~13 s at the ITL SLA).
 LOAD_RULES_SETTLED_AT = 40.0
 DECODE_BOUND = Scenario("decode-bound", Constant(64.0), peak_engines=2.8, isl=64, osl=128, engine_rps=0.85)
 PREFILL_BOUND = Scenario("prefill-bound", Constant(64.0), peak_engines=2.5, isl=192, osl=8, engine_rps=1.9)

@@ -1,4 +1,4 @@
-"""A failed SLA check says which requests missed and why: the error a failed request got, or its latencies."""
+"""The judges of the planner checks: a failed SLA check says which requests missed and why; the floor checks."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from conformance.suite.timeouts import Timeouts
 from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
+from conformance.tests.planner_scaling import floor_from_perf_model
 from fixtures.load_generator import Result
 
 
@@ -37,3 +38,45 @@ def test_the_misses_name_each_failed_request_with_its_error_and_each_slow_one_wi
 
 def test_nothing_missed_says_so() -> None:
     assert run_of([ok(1.0), ok(2.0)]).misses() == "none missed"
+
+
+class HeldSteps:
+    """The harness's ground truth reduced to what the floor check reads: serving workers over time (real seconds)."""
+
+    def __init__(self, steps: list[tuple[float, int]], scale: float) -> None:
+        self.steps = [(t / scale, n) for t, n in steps]
+
+    def ready_counts(self, component: str) -> list[tuple[float, int]]:
+        return self.steps
+
+
+def floor_run(scenario: planner_checks.Scenario, window_s: float, steps: list[tuple[float, int]]) -> planner_checks.ScenarioRun:
+    t = Timeouts()
+    spec = planner_checks.planner_spec(t, throughput_interval_s=window_s)
+    harness = cast(Any, HeldSteps(steps, t.planner_time_scale))
+    return planner_checks.ScenarioRun(scenario, t, spec, [], harness, end_s=scenario.duration_s)
+
+
+def test_a_short_idle_period_does_not_lower_the_floor_the_check_demands() -> None:
+    dip, window = planner_scenarios.SHORT_DIP, planner_scenarios.DIP_WINDOW_S
+    held = floor_run(dip, window, [(0.0, 1), (40.0, 2)])
+    planner_assertions.workers_must_hold_the_profile_floor(held, floor_from_perf_model.DIP_PROFILE, 73.0)
+    shed = floor_run(dip, window, [(0.0, 1), (40.0, 2), (80.0, 1), (90.0, 2)])
+    with pytest.raises(AssertionError, match=r"1 serving workers at t=80.0 s; .* at least 1.\d\d requests/s"):
+        planner_assertions.workers_must_hold_the_profile_floor(shed, floor_from_perf_model.DIP_PROFILE, 73.0)
+
+
+def test_the_lowest_window_through_the_dip_is_the_window_that_holds_all_of_it() -> None:
+    dip, window = planner_scenarios.SHORT_DIP, planner_scenarios.DIP_WINDOW_S
+    rates = planner_assertions._window_rates(floor_run(dip, window, [(0.0, 2)]))
+    lowest, _ = planner_assertions._lowest_window_rps(rates, 100.0, window)
+    assert lowest == pytest.approx(1.7 * (window - planner_scenarios.DIP_S) / window, rel=0.01)  # 1.13 requests/s
+
+
+def test_under_steady_load_the_floor_is_the_steady_rate_over_the_profiles_capacity() -> None:
+    steady = planner_scenarios.PROFILED
+    three = floor_run(steady, 6.0, [(0.0, 1), (20.0, 3)])
+    planner_assertions.workers_must_hold_the_profile_floor(three, floor_from_perf_model.PROFILE, 32.0)
+    two = floor_run(steady, 6.0, [(0.0, 1), (20.0, 3), (40.0, 2)])
+    with pytest.raises(AssertionError, match=r"= 3, and the load loop may not go below it"):
+        planner_assertions.workers_must_hold_the_profile_floor(two, floor_from_perf_model.PROFILE, 32.0)
