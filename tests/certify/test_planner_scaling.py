@@ -88,7 +88,7 @@ def test_a_planner_breaking_a_rule_is_failed_by_the_test_for_that_rule(adapter: 
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # 21 cases take about 6 min alone; the 300 s default would cut it
+@pytest.mark.timeout(900)  # 21 cases take about 5.6 min alone; the 300 s default would cut it
 def test_the_reference_planner_passes_the_whole_profile(tmp_path: Path) -> None:
     code, report, output = certify("reference", tmp_path)
     assert code == 0, output[-3000:]
