@@ -209,7 +209,7 @@ def workers_must_hold_the_profile_floor(run: ScenarioRun, profile: PerfProfile, 
                 f"since t={since:.1f} s offered at least {rps:.2f} requests/s, and the profile the planner was given says one "
                 f"engine serves {capacity:.0f} tokens/s within the SLA, so its throughput floor is at least "
                 f"ceil({rps:.2f} x {per_request[component]} / {capacity:.0f}) = {floor}, and the load loop may not go below "
-                f"it; {_moments(run, component)}"
+                f"it; serving {component} workers (t, count) were {[(round(a, 1), k) for a, k in ready]}"
             )
 
 
@@ -228,12 +228,9 @@ def _window_rates(run: ScenarioRun) -> list[tuple[float, float]]:
 
 
 def _lowest_window_rps(rates: list[tuple[float, float]], t: float, window: float) -> tuple[float, float]:
-    """(the lowest rate of a window ending in [t - 2 W, t], the start of the earliest such window)."""
-    chosen = [rps for end, rps in rates if t - 2 * window <= end <= t]
-    first = min((end for end, _ in rates if end >= t - 2 * window), default=t)
-    return (min(chosen) if chosen else 0.0), first - window
-
-
-def _moments(run: ScenarioRun, component: str) -> str:
-    """The component's serving workers over the scenario, as (time, count) changes, for a failure message."""
-    return f"serving {component} workers (t, count) were {[(round(a, 1), n) for a, n in run.ready(component)]}"
+    """(the lowest rate of a window ending in [t - 2 W, t], the start of the earliest such window); (0, t - W) before
+    the first whole window."""
+    chosen = [(end, rps) for end, rps in rates if t - 2 * window <= end <= t]
+    if not chosen:
+        return 0.0, t - window
+    return min(rps for _, rps in chosen), chosen[0][0] - window
