@@ -47,7 +47,7 @@ from reference_impl.planner.perf_model.regression import RegressionPerfModel
 from reference_impl.planner.perf_model.table import TablePerfModel
 from reference_impl.planner.predictors.protocol import Predictor
 from reference_impl.planner.reconcile import Targets, reconcile
-from reference_impl.planner.traffic import TrafficMeter, TrafficSample, merged
+from reference_impl.planner.traffic import TrafficMeter, TrafficSample, merged, planned_rps
 
 log = logging.getLogger("servecert.planner")
 IN_PROGRESS = "scaling_in_progress"
@@ -241,10 +241,11 @@ class Planner:
         # NB: the rate over the last two windows: arrivals are completions plus the growth of the requests inside the
         # engines, an instantaneous gauge that moved one window's rate by up to +/-20% under a steady load; the floor's
         # dead band (10% up) then raised and dropped a worker on noise alone (PlannerScalingNoFlapping, 1 of 5 runs).
+        # A rise in the last window is planned for at once (``planned_rps``): two windows lagged diurnal's rise by one.
         smoothed = sample if self._last_sample is None else merged(self._last_sample, sample)
         self._last_sample = sample
         self.predictor.add(smoothed.rps)
-        predicted = self.predictor.predict()
+        predicted = planned_rps(self.predictor.predict(), sample)
         capacity = self._capacity()
         if capacity is not None:
             old = self.floor

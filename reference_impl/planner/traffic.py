@@ -50,6 +50,14 @@ def merged(earlier: TrafficSample, later: TrafficSample) -> TrafficSample:
     return TrafficSample(requests, mean(earlier.isl, later.isl), mean(earlier.osl, later.osl), earlier.seconds + later.seconds)
 
 
+def planned_rps(predicted: float, last: TrafficSample) -> float:
+    """The rate the floor plans for: the prediction, but never below the last window's own rate. The two-window
+    rate fed to the predictor keeps gauge noise from dropping a floor that a steady load needs; on a rise it lags
+    by a window, and seed 003's observation window is one throughput interval, so the rise is taken at once (a
+    floor raised on noise stays, since it drops only 20% below what one fewer engine serves)."""
+    return max(predicted, last.rps)
+
+
 @dataclass(frozen=True)
 class _Counters:
     requests: float

@@ -105,3 +105,9 @@ def test_two_windows_merge_into_one_rate_with_request_weighted_lengths() -> None
     both = traffic.merged(traffic.TrafficSample(12, 200, 30, 6.0), traffic.TrafficSample(24, 300, 36, 6.0))
     assert both.rps == pytest.approx(3.0)
     assert (both.isl, both.osl) == (pytest.approx(800 / 3), pytest.approx(34.0))
+
+
+def test_the_floor_plans_for_a_rise_at_once_and_a_fall_over_two_windows() -> None:
+    before, rising, falling = (traffic.TrafficSample(n, 200, 30, 6.0) for n in (8, 18, 6))
+    assert traffic.planned_rps(traffic.merged(before, rising).rps, rising) == pytest.approx(3.0)  # not the 2.17 of both
+    assert traffic.planned_rps(traffic.merged(rising, falling).rps, falling) == pytest.approx(2.0)  # not the 1.0 of the last
