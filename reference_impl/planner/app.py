@@ -1,6 +1,6 @@
 """The planner's HTTP face (aiohttp): its Prometheus gauges, its recent ticks, its HTML report.
 
-``GET /metrics`` — the diagnostics registry in Prometheus text format (``servecert_planner_*``);
+``GET /metrics`` — the diagnostics registry in Prometheus text format (``dynamo_planner_*``, seed 003's names);
 ``GET /diagnostics?last=N`` — the newest N tick records as JSON; ``GET /report`` — the HTML report
 of every tick kept so far. Served by ``servecert planner demo``; the process environment reads
 the same objects in memory.

@@ -3,21 +3,45 @@
 Each tick produces one ``TickRecord`` (Dynamo's TickDiagnostics): observed and desired counts,
 the throughput floor, the mean estimated TTFT/ITL against the SLA, observed and predicted
 request rate, each component's decision reason and the action taken. ``Diagnostics.record``
-sets the gauges (``servecert_planner_estimated_ttft_ms``, ``..._estimated_itl_ms``,
-``..._replicas{component,kind}``, ``..._predicted_rps``) and counts decisions by component and
-reason (``servecert_planner_decisions_total``), and keeps the records (bounded) for the HTML
-report (``report``).
+sets the gauges under seed 003's names (Diagnostics: "Sets Prometheus gauges (e.g.
+dynamo_planner_estimated_ttft_ms and related estimates) - Records enum metrics for load-scaling
+decision reasons (dynamo_planner_load_scaling_decision)"; "Per-engine FPM queue depths ... are
+exported as labeled Prometheus gauges"): ``dynamo_planner_estimated_{ttft,itl}_ms``,
+``..._num_{prefill,decode}_replicas``, ``..._{observed,predicted}_requests_per_second``,
+``..._load_scaling_decision{component}`` (an enum of ``DECISIONS``), per engine
+``..._engine_queued_prefill_tokens`` and ``..._engine_inflight_decode_kv_tokens``
+``{worker_id,dp_rank}``; and the suite's own ``..._replicas{component,kind}`` (observed, desired,
+floor) and ``..._load_scaling_decisions_total{component,reason}``. It keeps the records (bounded)
+for the HTML report (``report``).
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Enum, Gauge
+
+from reference_impl.planner.estimate import EngineLoad
 
 MAX_RECORDS = 100_000
+PREFIX = "dynamo_planner"
+OTHER = "other"  # a reason outside DECISIONS (a planner built on the reference may add its own)
+DECISIONS = (
+    "unset",
+    "no_observations",
+    "scaling_in_progress",
+    "worker_count_mismatch",
+    "within_band",
+    "all_above_sla",
+    "consolidation_below_sla",
+    "scale_down_stabilising",
+    "load_scaling_disabled",
+    OTHER,
+)
+ENGINE_LABELS = ("worker_id", "dp_rank")
 
 
 @dataclass(frozen=True)
@@ -50,23 +74,33 @@ class Diagnostics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=False)
         r = self.registry
-        self.ttft = Gauge("servecert_planner_estimated_ttft_ms", "Mean estimated TTFT of the prefill engines", registry=r)
-        self.itl = Gauge("servecert_planner_estimated_itl_ms", "Mean estimated ITL of the decode engines", registry=r)
-        self.replicas = Gauge("servecert_planner_replicas", "Workers by component and kind", ["component", "kind"], registry=r)
-        self.predicted = Gauge("servecert_planner_predicted_rps", "Predicted requests per simulated second", registry=r)
-        self.decisions = Counter(
-            "servecert_planner_decisions", "Load-scaling decisions by component and reason", ["component", "reason"], registry=r
-        )
+        self.ttft = Gauge(f"{PREFIX}_estimated_ttft_ms", "Mean estimated TTFT of the prefill engines (ms)", registry=r)
+        self.itl = Gauge(f"{PREFIX}_estimated_itl_ms", "Mean estimated ITL of the decode engines (ms)", registry=r)
+        self.num = {c: Gauge(f"{PREFIX}_num_{c}_replicas", f"Current number of {c} workers", registry=r) for c in ("prefill", "decode")}
+        self.replicas = Gauge(f"{PREFIX}_replicas", "Workers by component and kind (observed, desired, floor)", ["component", "kind"],
+                              registry=r)
+        self.observed = Gauge(f"{PREFIX}_observed_requests_per_second", "Requests per simulated second, last window", registry=r)
+        self.predicted = Gauge(f"{PREFIX}_predicted_requests_per_second", "Requests per simulated second planned for", registry=r)
+        self.decision = Enum(f"{PREFIX}_load_scaling_decision", "Load-based scaling decision reason", ["component"], states=list(DECISIONS),
+                             registry=r)
+        self.decisions = Counter(f"{PREFIX}_load_scaling_decisions", "Load-scaling decisions by component and reason",
+                                 ["component", "reason"], registry=r)
+        self.queued_prefill = Gauge(f"{PREFIX}_engine_queued_prefill_tokens", "Time-weighted waiting prefill tokens per engine (FPM)",
+                                    ENGINE_LABELS, registry=r)
+        self.inflight_decode = Gauge(f"{PREFIX}_engine_inflight_decode_kv_tokens",
+                                     "Time-weighted scheduled decode KV tokens per engine (FPM)", ENGINE_LABELS, registry=r)
+        self._engines: set[str] = set()
         self.records: deque[TickRecord] = deque(maxlen=MAX_RECORDS)
 
-    def record(self, rec: TickRecord) -> None:
+    def record(self, rec: TickRecord, engines: Sequence[EngineLoad] = ()) -> None:
+        """Keep ``rec`` and set the gauges from it and from this tick's per-engine ``engines`` loads."""
         self.records.append(rec)
-        if rec.ttft_ms is not None:
-            self.ttft.set(rec.ttft_ms)
-        if rec.itl_ms is not None:
-            self.itl.set(rec.itl_ms)
-        if rec.predicted_rps is not None:
-            self.predicted.set(rec.predicted_rps)
+        for gauge, value in ((self.ttft, rec.ttft_ms), (self.itl, rec.itl_ms), (self.observed, rec.observed_rps),
+                             (self.predicted, rec.predicted_rps)):
+            if value is not None:
+                gauge.set(value)
+        self.num["prefill"].set(rec.prefill)
+        self.num["decode"].set(rec.decode)
         for component, kind, value in (
             ("prefill", "observed", rec.prefill),
             ("decode", "observed", rec.decode),
@@ -77,7 +111,19 @@ class Diagnostics:
         ):
             if value is not None:
                 self.replicas.labels(component, kind).set(value)
-        if rec.prefill_reason:
-            self.decisions.labels("prefill", rec.prefill_reason).inc()
-        if rec.decode_reason:
-            self.decisions.labels("decode", rec.decode_reason).inc()
+        for component, reason in (("prefill", rec.prefill_reason), ("decode", rec.decode_reason)):
+            if reason:
+                self.decision.labels(component).state(reason if reason in DECISIONS else OTHER)
+                self.decisions.labels(component, reason).inc()
+        self._engine_gauges(engines)
+
+    def _engine_gauges(self, engines: Sequence[EngineLoad]) -> None:
+        """One series per engine seen this tick; an engine gone since the last tick loses its series."""
+        seen = {e.engine_id for e in engines}
+        for gone in self._engines - seen:
+            self.queued_prefill.remove(gone, "0")
+            self.inflight_decode.remove(gone, "0")
+        for e in engines:
+            self.queued_prefill.labels(e.engine_id, "0").set(e.waiting_prefill_tokens)
+            self.inflight_decode.labels(e.engine_id, "0").set(e.active_decode_kv_tokens)
+        self._engines = seen

@@ -117,6 +117,7 @@ class Planner:
         self._fed: dict[str, float] = {}
         self._mismatch = 0
         self._down_streak: dict[str, int] = {}
+        self._loads: list[estimate.EngineLoad] = []  # this tick's per-engine loads, for the diagnostics' engine gauges
         self._task: asyncio.Task[None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------
@@ -156,6 +157,7 @@ class Planner:
             observed_rps, predicted_rps = await self._throughput(workers, now)
 
         window_ms = cfg.simulated_seconds(now - window_start) * 1000.0
+        self._loads = []
         chunk = cfg.max_num_batched_tokens
         ttfts, ttfts_after = self._estimates(prefill, window_start, window_ms, lambda load, spread: estimate.ttft_ms(
             load, self.perf, self.isl, chunk, spread), self.perf.prefill_ready())
@@ -184,7 +186,7 @@ class Planner:
                 action=action,
                 notes=tuple(notes),
             )
-            self.diagnostics.record(rec)
+            self.diagnostics.record(rec, self._loads)
             return rec
 
         if await self.connector.in_progress():
@@ -287,6 +289,7 @@ class Planner:
             estimate.summarise(w.engine_id, self.fpm.since(w.engine_id, since), window_ms, self.fpm.last_before(w.engine_id, since))
             for w in workers
         ]
+        self._loads.extend(loads)
         now = [price(load, 1.0) for load in loads]
         n = len(workers)
         # NB: the N-1 engines left share the whole load, however unevenly the router spread it today: scaling each

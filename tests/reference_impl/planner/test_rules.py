@@ -127,7 +127,7 @@ async def test_the_planner_serves_its_gauges_ticks_and_report() -> None:
         planner.diagnostics.record(TickRecord(5.0, 1, 1, 2, 1, 1, 1, 450.0, 30.0, 1.0, 1.2, "all_above_sla", "within_band", "issued"))
         async with TestClient(TestServer(app.create_app(planner))) as client:
             text = await (await client.get("/metrics")).text()
-            assert "servecert_planner_estimated_ttft_ms 450.0" in text
-            assert 'servecert_planner_decisions_total{component="prefill",reason="all_above_sla"} 1.0' in text
+            assert "dynamo_planner_estimated_ttft_ms 450.0" in text
+            assert 'dynamo_planner_load_scaling_decisions_total{component="prefill",reason="all_above_sla"} 1.0' in text
             assert (await (await client.get("/diagnostics?last=1")).json())[0]["desired_prefill"] == 2
             assert "data:image/png;base64," in await (await client.get("/report")).text()
