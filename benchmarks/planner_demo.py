@@ -89,7 +89,8 @@ async def _main(args: argparse.Namespace) -> int:
     try:
         if args.load:
             ns = argparse.Namespace(profile=args.load, host=deployment.frontend_url, users=args.users, duration=args.duration,
-                                    workers=args.workers, report_dir=load_dir, model=cal.MODEL, spawn_rate=10.0, ttft_ms=None, itl_ms=None)
+                                    workers=args.workers, report_dir=load_dir, model=cal.MODEL, spawn_rate=10.0, ttft_ms=None, itl_ms=None,
+                                    limit=[], no_limits=False)
             code = await asyncio.to_thread(load_runner.run, ns)
         else:
             await _serve(args.duration)

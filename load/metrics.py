@@ -87,6 +87,7 @@ def summarise(samples: Sequence[Sample], thresholds: Thresholds) -> dict[str, An
         "requests": len(samples),
         "succeeded": len(ok),
         "failed": len(samples) - len(ok),
+        "error_rate": (len(samples) - len(ok)) / len(samples),
         "duration_s": span,
         "request_throughput": len(ok) / span,
         "output_token_throughput": sum(s.output_tokens for s in ok) / span,

@@ -7,7 +7,8 @@ user sends ``per_user_rps`` requests per second and the offered rate follows the
 profiles replay their timestamps instead. The request mix and the goodput thresholds default to
 the PLANNER-SCALING scenarios' (ISL 256, OSL 32, TTFT 1000 ms, ITL 100 ms: the suite's slow
 scenario engines at time scale 1), so ``scaling-*`` profiles replay the suite's scenarios in
-real time against ``servecert planner demo``.
+real time against ``servecert planner demo``. Each profile's ``limits`` (``load.verdict``) judge
+the run: by default no failed request and at least 95% of requests within both thresholds.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from load.shapes.ramp import Ramp
 from load.shapes.step import Step
 
 TRACES = Path(__file__).with_name("traces")
+# NB: 0.95 is PLANNER-SCALING's planner_sla_attainment (conformance.suite.timeouts); load is a leaf and does not import it.
+DEFAULT_LIMITS = ("error_rate<=0", "goodput.fraction>=0.95")
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class Profile:
     trace: Path | None = None
     block_tokens: int = 64
     trace_speedup: float = 1.0
+    limits: tuple[str, ...] = DEFAULT_LIMITS  # load.verdict.Limit syntax, e.g. "ttft_ms.p95<=1000"
 
     def with_duration(self, duration_s: float | None) -> Profile:
         if duration_s is None or duration_s == self.shape.duration_s:

@@ -3,9 +3,10 @@
 Reads the exact samples the locust processes wrote (``samples/*.jsonl``) and writes, next to
 locust's own CSV: ``requests.csv`` (one row per request), ``summary.json``
 (``metrics.summarise``: rates, exact TTFT/TPOT/ITL/E2E percentiles, errors by kind, goodput with
-the thresholds used), and ``report.html`` — latency over time (TTFT and TPOT per request with
-their rolling p50/p95), throughput (requests and output tokens per second) and errors per kind
-over time, as PNG images embedded in one self-contained page (matplotlib, Agg backend).
+the thresholds used; the verdict: each limit and those missed), and ``report.html`` — the
+verdict, latency over time (TTFT and TPOT per request with their rolling p50/p95), throughput
+(requests and output tokens per second) and errors per kind over time, as PNG images embedded in
+one self-contained page (matplotlib, Agg backend).
 """
 
 from __future__ import annotations
@@ -23,17 +24,21 @@ import numpy as np
 
 from load.metrics import Sample, Thresholds, read_samples, summarise
 from load.profiles import Profile
+from load.verdict import Limit, judge
 
 __all__ = ["Thresholds", "write"]
 BIN_S = 10.0
 
 
-def write(folder: Path, profile: Profile, thresholds: Thresholds, host: str = "") -> Path:
+def write(folder: Path, profile: Profile, thresholds: Thresholds, limits: Sequence[Limit] = (), host: str = "") -> tuple[Path, list[str]]:
+    """The reports of the run in ``folder``; the page's path and the limits the run missed (one sentence each)."""
     samples = read_samples(sorted((folder / "samples").glob("*.jsonl")))
     _csv(folder / "requests.csv", samples)
     summary = {"profile": profile.name, "description": profile.description, "host": host, **summarise(samples, thresholds)}
+    missed = judge(summary, limits)
+    summary["verdict"] = {"limits": [str(limit) for limit in limits], "missed": missed, "passed": not missed}
     (folder / "summary.json").write_text(json.dumps(summary, indent=2))
-    return _html(folder / "report.html", profile, samples, summary)
+    return _html(folder / "report.html", profile, samples, summary), missed
 
 
 def _csv(path: Path, samples: Sequence[Sample]) -> None:
@@ -137,6 +142,15 @@ def _table(summary: dict[str, Any]) -> str:
             + "".join(rows) + "</table>")
 
 
+def _verdict(summary: dict[str, Any]) -> str:
+    v = summary.get("verdict") or {}
+    if not v.get("limits"):
+        return "<p><b>No limits judged</b> (--no-limits).</p>"
+    if v.get("passed"):
+        return f"<p style='color:green'><b>Passed</b>: {html.escape(', '.join(v['limits']))}</p>"
+    return "<p style='color:red'><b>Failed</b>:</p><ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in v["missed"]) + "</ul>"
+
+
 def _html(path: Path, profile: Profile, samples: Sequence[Sample], summary: dict[str, Any]) -> Path:
     thresholds = Thresholds(**summary["goodput"]["thresholds_ms"]) if "goodput" in summary else Thresholds()
     images = "".join(f"<h2>{html.escape(t)}</h2><img src='data:image/png;base64,{d}'/>" for t, d in figures(samples, thresholds))
@@ -150,7 +164,8 @@ def _html(path: Path, profile: Profile, samples: Sequence[Sample], summary: dict
     path.write_text(
         "<!doctype html><html><head><meta charset='utf-8'><title>servecert load report</title><style>body{font-family:sans-serif;"
         "margin:1em 2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}</style></head><body>"
-        f"<h1>Load run: {html.escape(profile.name)}</h1><p>{html.escape(profile.description)}</p><p>{html.escape(head)}</p>"
+        f"<h1>Load run: {html.escape(profile.name)}</h1><p>{html.escape(profile.description)}</p>{_verdict(summary)}"
+        f"<p>{html.escape(head)}</p>"
         f"{_table(summary)}{images}</body></html>"
     )
     return path

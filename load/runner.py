@@ -5,8 +5,11 @@ headless (``--workers K``: a master plus K local worker processes, locust's dist
 a free loopback port) and writes its CSV (``locust_stats.csv``, ``locust_stats_history.csv``,
 ``locust_failures.csv``) into the report folder; every locust process appends exact per-request
 samples to ``samples/``; ``report.write`` turns them into ``requests.csv``, ``summary.json`` (exact
-percentiles, goodput, errors by kind) and ``report.html`` (plots). locust is never imported here:
-it patches the process with gevent on import.
+percentiles, goodput, errors by kind, the verdict) and ``report.html`` (plots). The run is judged
+against the profile's limits (``--limit`` replaces or adds, ``--no-limits`` only reports): exit 0
+when it met them, 1 when it missed one (each printed with its measured value), 2 for a bad profile
+or limit, else locust's own failure. locust is never imported here: it patches the process with
+gevent on import.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from load import profiles, report
+from load import profiles, report, verdict
 
 LOCUSTFILE = Path(__file__).with_name("locustfiles") / "openai_stream.py"
 GRACE_S = 120.0  # beyond the profile's duration before the run is stopped
@@ -37,6 +40,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spawn-rate", type=float, default=10.0, help="users started per second")
     p.add_argument("--ttft-ms", type=float, help="goodput TTFT threshold (default: the profile's)")
     p.add_argument("--itl-ms", type=float, help="goodput ITL threshold, judged per request on its mean ITL (default: the profile's)")
+    p.add_argument("--limit", action="append", default=[], metavar="FIGURE<=BOUND",
+                   help="judge a figure of summary.json, e.g. ttft_ms.p95<=1000, error_rate<=0.01, goodput.fraction>=0.9; "
+                        "replaces the profile's limit on the same figure (repeatable)")
+    p.add_argument("--no-limits", action="store_true", help="report only: judge nothing, exit 0 whatever the figures")
 
 
 def default_dir(profile: str) -> Path:
@@ -68,7 +75,8 @@ def commands(args: argparse.Namespace, folder: Path, duration: float) -> list[li
 def run(args: argparse.Namespace) -> int:
     try:
         profile = profiles.get(args.profile).with_duration(args.duration)
-    except profiles.UnknownProfileError as exc:
+        limits = [] if args.no_limits else verdict.merged(profile.limits, args.limit)
+    except (profiles.UnknownProfileError, verdict.LimitSyntaxError) as exc:
         print(f"servecert load run: error: {exc}", file=sys.stderr)
         return 2
     folder = args.report_dir or default_dir(args.profile)
@@ -88,9 +96,16 @@ def run(args: argparse.Namespace) -> int:
           file=sys.stderr, flush=True)
     code = _run_locust(commands(args, folder, profile.shape.duration_s), env, folder, profile.shape.duration_s + GRACE_S)
     thresholds = report.Thresholds(args.ttft_ms or profile.ttft_ms, args.itl_ms or profile.itl_ms)
-    written = report.write(folder, profile, thresholds, host=args.host)
+    written, missed = report.write(folder, profile, thresholds, limits, host=args.host)
     print(f"wrote {written}", file=sys.stderr)
-    return code
+    if code != 0:
+        return code
+    for reason in missed:
+        print(f"servecert load run: missed limit {reason}", file=sys.stderr)
+    if limits:
+        print(f"servecert load run: {'FAILED' if missed else 'passed'}: {len(limits) - len(missed)} of {len(limits)} limits met "
+              f"({', '.join(map(str, limits))})", file=sys.stderr)
+    return 1 if missed else 0
 
 
 def _run_locust(cmds: list[list[str]], env: dict[str, str], folder: Path, limit_s: float) -> int:

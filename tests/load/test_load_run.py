@@ -25,9 +25,34 @@ def test_a_load_run_writes_csv_json_and_an_html_page_with_plots(workers: int, tm
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["requests"] >= 3 and summary["failed"] == 0, summary
     assert summary["ttft_ms"]["p50"] > 0 and summary["goodput"]["thresholds_ms"] == {"ttft_ms": 1000.0, "itl_ms": 100.0}
+    assert summary["verdict"] == {"limits": ["error_rate<=0", "goodput.fraction>=0.95"], "missed": [], "passed": True}
     assert (tmp_path / "locust_stats.csv").is_file() and (tmp_path / "requests.csv").read_text().count("\n") == summary["requests"] + 1
     page = (tmp_path / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 4
+
+
+@pytest.mark.slow
+def test_a_run_that_misses_a_limit_exits_1_naming_the_limit_and_the_measured_value(tmp_path: Path) -> None:
+    # A deliberately slow engine: every prefill iteration takes 1200 ms in real time (TTFT SLA 1000 ms), decode 5 ms.
+    with serve_process("--model", "servecert-planner-model", "--port", "0", "--time-scale", "1", "--timing", "constant:1200:5") as engine:
+        done = subprocess.run(
+            [sys.executable, "-m", "servecert", "load", "run", "constant", "--host", engine.urls[0], "--duration", "6",
+             "--users", "2", "--limit", "ttft_ms.p50<=1000", "--report-dir", str(tmp_path)],
+            capture_output=True, text=True, timeout=180, check=False,
+        )
+    assert done.returncode == 1, done.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["succeeded"] >= 2 and summary["ttft_ms"]["p50"] > 1200, summary
+    missed = {line.split(": measured ")[0] for line in done.stderr.splitlines() if line.startswith("servecert load run: missed limit ")}
+    assert missed == {"servecert load run: missed limit ttft_ms.p50<=1000", "servecert load run: missed limit goodput.fraction>=0.95"}
+    assert f"ttft_ms.p50<=1000: measured {summary['ttft_ms']['p50']:.4g}" in summary["verdict"]["missed"]
+    assert "Failed" in (tmp_path / "report.html").read_text()
+
+
+def test_a_bad_limit_is_one_line_showing_the_form(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "servecert", "load", "run", "constant", "--host", "http://127.0.0.1:9",
+                           "--limit", "ttft<1000"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "FIGURE<=BOUND" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_an_unknown_profile_is_one_line_listing_the_known_ones(tmp_path: Path) -> None:
