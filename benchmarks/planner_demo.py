@@ -9,7 +9,11 @@ subprocesses) and stops when that ends; otherwise it serves until SIGINT/SIGTERM
 ``--duration``. On the way out it writes, in ``--report-dir``: ``planner.html`` (the planner's
 own report: replicas, load, estimated latency against the SLA), ``scaling.json`` (the harness's
 ground truth: engine events, decisions, GPU-seconds) and ``side_by_side.json`` (SLA attainment
-from the load run's exact samples, GPU-seconds from the harness). Figures, never pass/fail.
+from the load run's exact samples, GPU-seconds from the harness, and the verdict). With ``--load``
+the demo is judged (``benchmarks.nightly``): the load run's limits, and GPU-seconds at most those
+of the least workers serving the offered load plus one of each; it exits 1 when one is missed.
+``--load nightly`` also adds the night to ``reports/nightly/history.jsonl`` and writes
+``nightly.html`` (the verdict and the trend across nights).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
+from benchmarks import nightly
 from fixtures import planner_calibration as cal
 from fixtures.adapter import DeploymentSpec, PlannedDeployment, PlannerSpec, WorkerSpec
 from fixtures.planner_harness import COMPONENTS, ScalingHarness
@@ -101,13 +106,40 @@ async def _main(args: argparse.Namespace) -> int:
         if deployment.planner is not None:
             planner_report.write_html(list(deployment.planner.diagnostics.records), deployment.planner.config,
                                       args.report_dir / "planner.html")
-        _write_truth(args, harness, end)
+        side = _write_truth(args, harness, end)
         if planner_site is not None:
             await planner_site[0].cleanup()
         await deployment.close()
         await env.close()
     print(f"wrote {args.report_dir}", file=sys.stderr)
-    return code
+    if not args.load or code not in (0, 1):
+        return code
+    missed = _judge(args, side)
+    for reason in missed:
+        print(f"servecert planner demo: missed {reason}", file=sys.stderr)
+    print(f"servecert planner demo: {'FAILED' if missed else 'passed'}", file=sys.stderr)
+    return 1 if missed else 0
+
+
+def _judge(args: argparse.Namespace, side: dict[str, Any]) -> list[str]:
+    """The load run's missed limits and the GPU-seconds bound; with ``nightly``, the night's point and page."""
+    profile = profiles.get(args.load).with_duration(args.duration)
+    bound = nightly.gpu_seconds_bound(profile, args.users or profile.users, args.time_scale, GPUS, cal.ENGINE_RPS)
+    summary = args.report_dir / "load" / "summary.json"
+    load_verdict = json.loads(summary.read_text()).get("verdict", {}) if summary.is_file() else {}
+    missed = [*load_verdict.get("missed", ["the load run wrote no summary.json"]),
+              *nightly.gpu_seconds_missed(side["gpu_seconds_simulated"], bound)]
+    side.update(gpu_seconds_bound=bound, sla_attainment_bound=0.95, limits=load_verdict.get("limits", []), missed=missed,
+                passed=not missed)
+    (args.report_dir / "side_by_side.json").write_text(json.dumps(side, indent=1))
+    if args.load == "nightly":
+        point = {"date": args.report_dir.name, "passed": not missed, "missed": missed,
+                 **{k: side.get(k) for k in ("sla_attainment", "sla_attainment_bound", "error_rate", "gpu_seconds_simulated",
+                                             "gpu_seconds_bound", "requests", "run_seconds_real", "peak_workers", "decisions")}}
+        point["gpu_seconds"] = point.pop("gpu_seconds_simulated")
+        page = nightly.write_page(args.report_dir, point, nightly.record(args.report_dir.parent, point))
+        print(f"wrote {page}", file=sys.stderr)
+    return missed
 
 
 async def _serve_planner(deployment: PlannedDeployment) -> tuple[web.AppRunner, str] | None:
@@ -130,7 +162,7 @@ async def _serve(duration: float | None) -> None:
         await asyncio.wait_for(stop.wait(), timeout=duration)
 
 
-def _write_truth(args: argparse.Namespace, harness: ScalingHarness, end: float) -> None:
+def _write_truth(args: argparse.Namespace, harness: ScalingHarness, end: float) -> dict[str, Any]:
     k = args.time_scale
     truth: dict[str, Any] = {
         "time_scale": k,
@@ -152,7 +184,9 @@ def _write_truth(args: argparse.Namespace, harness: ScalingHarness, end: float) 
         data = json.loads(summary.read_text())
         side["requests"] = data.get("requests")
         side["sla_attainment"] = data.get("goodput", {}).get("fraction")
+        side["error_rate"] = data.get("error_rate")
         side["sla_thresholds_ms"] = data.get("goodput", {}).get("thresholds_ms")
         side["ttft_ms"] = data.get("ttft_ms")
         side["tpot_ms"] = data.get("tpot_ms")
     (args.report_dir / "side_by_side.json").write_text(json.dumps(side, indent=1))
+    return side
