@@ -676,8 +676,7 @@ class Engine:
         record = streams.ForwardPassMetrics(
             worker_id=self.engine_id,
             counter_id=next(self._counter),
-            wall_time=time.time(),
-            iteration_ms=ms,
+            wall_time=ms / 1000.0,
             scheduled_requests=_sums(prefill_ns, decode_kvs),
             queued_requests=_sums(queued, []),
             kv_active_blocks=self.pool.active_blocks,

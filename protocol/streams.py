@@ -48,8 +48,10 @@ class RequestSums:
 class ForwardPassMetrics:
     worker_id: str
     counter_id: int
+    # Seed 003 (Forward Pass Metrics): "wall_time: per-iteration execution time (regression target)"; "Idle heartbeats
+    # (wall_time=0) are skipped". Seconds the iteration took, in simulated time (as Dynamo's, from schedule() to
+    # update_from_output()); 0.0 for an idle heartbeat. Not a timestamp.
     wall_time: float
-    iteration_ms: float
     dp_rank: int = 0
     scheduled_requests: RequestSums = field(default_factory=RequestSums)
     queued_requests: RequestSums = field(default_factory=RequestSums)

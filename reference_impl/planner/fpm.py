@@ -1,12 +1,13 @@
 """OBSERVE, forward-pass metrics: one SSE subscription to ``/events/fpm`` per engine.
 
-Each engine publishes one record per scheduler iteration (and an idle heartbeat with
-``iteration_ms`` 0). ``FpmFeed.follow`` starts a reader task per engine that parses the records
-into ``FpmSample`` and keeps the newest ``max_samples`` per engine, stamped with the planner's
-own monotonic clock (engines' wall clocks are never compared with ours). The feed reconnects
-when a stream ends (the engines bound each subscription), with a pause, until ``unfollow``.
-Why SSE rather than polling: every iteration counts for the regression and the time-weighted
-queue averages, and polling would see only snapshots.
+Each engine publishes one record per scheduler iteration (and an idle heartbeat): its
+``wall_time`` is the iteration's duration in simulated seconds, 0 for a heartbeat (seed 003).
+``FpmFeed.follow`` starts a reader task per engine that parses the records into ``FpmSample``
+and keeps the newest ``max_samples`` per engine, stamped with the planner's own monotonic clock
+(engines' wall clocks are never compared with ours). The feed reconnects when a stream ends
+(the engines bound each subscription), with a pause, until ``unfollow``. Why SSE rather than
+polling: every iteration counts for the regression and the time-weighted queue averages, and
+polling would see only snapshots.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class FpmSample:
         queued = record.get("queued_requests") or {}
         return cls(
             at=at,
-            iteration_ms=float(record.get("iteration_ms", 0.0)),
+            iteration_ms=float(record.get("wall_time", 0.0)) * 1000.0,
             scheduled_prefill_tokens=int(sched.get("sum_prefill_tokens", 0)),
             queued_prefill_tokens=int(queued.get("sum_prefill_tokens", 0)),
             scheduled_decode_kv_tokens=int(sched.get("sum_decode_kv_tokens", 0)),

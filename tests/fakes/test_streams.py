@@ -64,6 +64,8 @@ async def test_forward_pass_metrics_stream_per_iteration_with_the_planners_field
     assert first["scheduled_requests"]["num_prefill_requests"] == 1
     assert first["scheduled_requests"]["sum_prefill_tokens"] == 40
     assert [r["counter_id"] for r in records] == sorted(r["counter_id"] for r in records)
+    # Seed 003: wall_time is the iteration's execution time (the regression target), not a timestamp.
+    assert first["wall_time"] == engine.config.timing.prefill_ms(40) / 1000.0 > 0
 
 
 async def test_metrics_use_vllms_names(host: EngineHost, http: aiohttp.ClientSession) -> None:
@@ -124,3 +126,10 @@ async def test_one_process_serves_engines_on_their_own_addresses(host: EngineHos
     for engine in engines:
         async with http.get(engine.url + "/health") as resp:
             assert (await resp.json())["engine_id"] == engine.engine_id
+
+
+async def test_an_idle_engine_sends_heartbeats_with_wall_time_zero(host: EngineHost, http: aiohttp.ClientSession) -> None:
+    engine = await host.add(config(heartbeat_seconds=0.05))
+    records = await sse_records(http, engine.url + "/events/fpm?max_seconds=5", want=2)
+    assert [r["wall_time"] for r in records] == [0.0, 0.0]  # seed 003: "Idle heartbeats (wall_time=0) are skipped"
+    assert all(r["scheduled_requests"]["num_prefill_requests"] == 0 for r in records)
