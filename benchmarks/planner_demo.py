@@ -57,6 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--startup", type=float, default=10.0, help="model-load time of added engines, simulated seconds")
     p.add_argument("--gpu-budget", type=int, default=10)
     p.add_argument("--predictor", choices=["constant", "arima", "kalman"], default="constant")
+    p.add_argument("--warmup-trace", help="Mooncake JSONL of past arrivals the planner's load predictor starts from")
 
 
 def _worker(role: str, startup: float = 0.0) -> WorkerSpec:
@@ -75,6 +76,7 @@ async def _main(args: argparse.Namespace) -> int:
     planner = PlannerSpec(
         ttft_ms=cal.TTFT_MS, itl_ms=cal.ITL_MS, isl=cal.ISL, osl=cal.OSL, load_interval_s=args.load_interval,
         throughput_interval_s=args.throughput_interval, max_gpu_budget=args.gpu_budget, predictor=args.predictor,
+        warmup_trace=args.warmup_trace,
     )
     spec = DeploymentSpec(model=cal.MODEL, workers=(_worker("prefill"), _worker("decode")), time_scale=args.time_scale,
                           timing=cal.TIMING, planner=planner)

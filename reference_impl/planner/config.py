@@ -47,6 +47,7 @@ class PlannerConfig:
     scaling_ack_timeout_s: float = 1800.0
     profile: str | None = None  # a timing table (fakes' format) as pre-deployment profile; None = live regression
     perf_profile: PerfProfile | None = None  # a throughput sweep (seed 003's interpolators): the throughput loop's capacity
+    warmup_trace: str | None = None  # Mooncake JSONL of past arrivals the predictor starts from (predictors/warmup.py)
 
     def __post_init__(self) -> None:
         if self.predictor not in PREDICTORS:

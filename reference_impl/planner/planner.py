@@ -45,6 +45,7 @@ from reference_impl.planner.fpm import FpmFeed
 from reference_impl.planner.perf_model.protocol import PerfModel
 from reference_impl.planner.perf_model.regression import RegressionPerfModel
 from reference_impl.planner.perf_model.table import TablePerfModel
+from reference_impl.planner.predictors import warmup
 from reference_impl.planner.predictors.protocol import Predictor
 from reference_impl.planner.reconcile import Targets, reconcile
 from reference_impl.planner.traffic import TrafficMeter, TrafficSample, merged, planned_rps
@@ -103,6 +104,9 @@ class Planner:
             )
         self.perf = perf
         self.predictor = predictor or predictors.make(config.predictor)
+        if config.warmup_trace:
+            for rate in warmup.rates(Path(config.warmup_trace), config.throughput_interval_s):
+                self.predictor.add(rate)
         self.diagnostics = diagnostics or Diagnostics()
         self.decide_load: DecideLoad = load_scaling.decide
         self.constrain: Constrain = reconcile
