@@ -19,6 +19,10 @@ frontend (``retry-on``, ``option redispatch``): a weight change is never quite s
 what the frontends see. ``option http-no-delay``: each SSE event is forwarded at once; without it
 the first token waited for the client's delayed ACK of the headers (time to first token 205 ms
 through the proxy against 43 ms direct on this machine; with it, 44 ms — ``servecert bench rollout``).
+Every abnormal request (an error, a retry, HAProxy's own 503) is logged to stderr in HTTP log
+format (``option dontlog-normal``: successful ones are not), so the proxy pod's log says whether
+a 503 was HAProxy's ``<NOSRV>`` (no usable slot) or ``SC`` (the slot refused the connection) and
+which slot (docs/rollouts-503-research.md).
 """
 
 from __future__ import annotations
@@ -52,9 +56,13 @@ def render(host: str, port: int, admin_port: int, slots: int) -> str:
     maxconn 4096
     stats socket ipv4@{host}:{admin_port} level admin
     stats timeout 30s
+    log stderr format raw local0 info
 
 defaults
     mode http
+    log global
+    option httplog
+    option dontlog-normal
     option http-no-delay
     timeout connect 5s
     timeout client 1h

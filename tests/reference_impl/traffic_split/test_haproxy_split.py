@@ -72,6 +72,7 @@ class Proxy:
     host: str
     old: str
     new: str
+    log: Path  # HAProxy's stderr: its log of abnormal requests
 
     @property
     def url(self) -> str:
@@ -89,10 +90,12 @@ async def proxy(tmp_path: Path) -> AsyncIterator[Proxy]:
         try:
             argv = [sys.executable, "-m", "servecert", "proxy", "serve", "--host", host, "--port", str(PORT)]
             argv += ["--admin-port", str(ADMIN), "--config-dir", str(tmp_path)]
-            process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            log = tmp_path / "haproxy.stderr"
+            with log.open("w") as stderr:
+                process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr)
             try:
                 await asyncio.to_thread(_wait_for_port, host, ADMIN)
-                yield Proxy(RuntimeApi(host, ADMIN), host, old_host, new_host)
+                yield Proxy(RuntimeApi(host, ADMIN), host, old_host, new_host, log)
             finally:
                 process.terminate()
                 try:
@@ -156,6 +159,20 @@ async def test_a_stream_in_flight_survives_weight_changes_and_drain(proxy: Proxy
     assert (await api.servers())["fe1"].admin_state & DRAIN_FLAG
     await api.release("fe1")
     assert (await api.servers())["fe1"].admin_state & MAINT_FLAG
+
+
+async def test_haproxys_own_503_is_logged_with_its_cause_and_a_served_request_is_not(proxy: Proxy) -> None:
+    async with ClientSession() as session:
+        async with session.get(f"{proxy.url}/who") as response:
+            assert response.status == 503  # no slot has an address yet: HAProxy answers itself
+        await proxy.api.assign("fe1", proxy.old, PORT, 1)
+        assert await _count(proxy, session, 3) == {"old": 3}
+
+    def logged() -> list[str]:
+        return [line for line in proxy.log.read_text().splitlines() if '"GET /who' in line]
+
+    lines = await asyncio.to_thread(waiting.until, logged, timeout_s=5.0, what="HAProxy's log line of the 503", interval_s=0.05)
+    assert len(lines) == 1 and "frontends/<NOSRV>" in lines[0] and " 503 " in lines[0], lines  # the 200s are not logged
 
 
 async def test_a_refused_command_names_itself(proxy: Proxy) -> None:
