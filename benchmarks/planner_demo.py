@@ -37,7 +37,7 @@ from fixtures.adapter import DeploymentSpec, PlannedDeployment, PlannerSpec, Wor
 from fixtures.planner_harness import COMPONENTS, ScalingHarness
 from fixtures.process_env import ProcessEnvironment
 from fixtures.reference.adapter import ReferenceImplementation
-from load import profiles
+from load import profiles, verdict
 from load import runner as load_runner
 from reference_impl.planner import app as planner_app
 from reference_impl.planner import report as planner_report
@@ -127,12 +127,10 @@ def _judge(args: argparse.Namespace, side: dict[str, Any]) -> list[str]:
     """The load run's missed limits and the GPU-seconds bound; with ``nightly``, the night's point and page."""
     profile = profiles.get(args.load).with_duration(args.duration)
     bound = nightly.gpu_seconds_bound(profile, args.users or profile.users, args.time_scale, GPUS, cal.ENGINE_RPS)
-    summary = args.report_dir / "load" / "summary.json"
-    load_verdict = json.loads(summary.read_text()).get("verdict", {}) if summary.is_file() else {}
-    missed = [*load_verdict.get("missed", ["the load run wrote no summary.json"]),
+    attainment = next((limit.bound for limit in verdict.merged(profile.limits, ()) if limit.figure == "goodput.fraction"), None)
+    missed = [*side.get("missed", ["the load run wrote no summary.json"]),
               *nightly.gpu_seconds_missed(side["gpu_seconds_simulated"], bound)]
-    side.update(gpu_seconds_bound=bound, sla_attainment_bound=0.95, limits=load_verdict.get("limits", []), missed=missed,
-                passed=not missed)
+    side.update(gpu_seconds_bound=bound, sla_attainment_bound=attainment, missed=missed, passed=not missed)
     (args.report_dir / "side_by_side.json").write_text(json.dumps(side, indent=1))
     if args.load == "nightly":
         point = {"date": args.report_dir.name, "passed": not missed, "missed": missed,
@@ -190,5 +188,7 @@ def _write_truth(args: argparse.Namespace, harness: ScalingHarness, end: float) 
         side["sla_thresholds_ms"] = data.get("goodput", {}).get("thresholds_ms")
         side["ttft_ms"] = data.get("ttft_ms")
         side["tpot_ms"] = data.get("tpot_ms")
+        side["limits"] = data.get("verdict", {}).get("limits", [])
+        side["missed"] = data.get("verdict", {}).get("missed", [])
     (args.report_dir / "side_by_side.json").write_text(json.dumps(side, indent=1))
     return side
