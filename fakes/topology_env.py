@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fakes.pod_runner import atomic_dir
 from protocol import waiting
 
 SEED_MOUNT_PATH = "/etc/podinfo/topology"
@@ -57,11 +58,15 @@ class TopologyConfig:
 
 
 def read_files(folder: Path) -> dict[str, str]:
-    """Every visible, non-empty regular file of ``folder`` as domain -> stripped content."""
+    """Every visible, non-empty regular file of ``folder`` as domain -> stripped content.
+
+    A volume the pod runner wrote (kubelet's ``..data`` layout) is read from one payload, so a
+    label update racing this read cannot mix old and new values.
+    """
     domains: dict[str, str] = {}
     if not folder.is_dir():
         return domains
-    for entry in sorted(folder.iterdir()):
+    for entry in sorted(atomic_dir.read_snapshot(folder).iterdir()):
         if entry.name.startswith(".") or not entry.is_file():
             continue
         value = entry.read_text().strip()

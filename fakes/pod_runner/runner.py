@@ -10,7 +10,7 @@ Data flow::
             plus KUBECONFIG=<the runner's own kubeconfig>: the fake pods' "service account")
       each tick: readiness probe GET http://<podIP>:<port><path> until 200 -> Ready=True patch
                  a process that exited -> restartCount+1, lastState.terminated, CrashLoopBackOff, restart
-                 labels/annotations changed -> Downward API files rewritten (atomically)
+                 labels/annotations changed -> Downward API volume rewritten in one swap (atomic_dir)
       deletionTimestamp set -> SIGTERM, SIGKILL after the grace period -> delete the pod (grace 0)
       DELETED without that (a forced delete) -> SIGTERM now, SIGKILL after at most the grace period
 
@@ -57,7 +57,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from fakes.pod_runner import images, podspec
+from fakes.pod_runner import atomic_dir, images, podspec
 from fakes.pod_runner.supervisor import ContainerRun, now_rfc3339
 from fakes.pod_runner.watching import Event, PodWatcher
 from protocol import waiting
@@ -132,8 +132,8 @@ class PodWork:
     start_time: str = field(default_factory=now_rfc3339)
     dirty: bool = True
     deleting: bool = False
-    written: dict[str, str] = field(default_factory=dict)
-    """Downward API files as last written: host path -> content."""
+    written: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Downward API volumes as last written: volume name -> {relative path: content}."""
 
     @property
     def key(self) -> str:
@@ -338,22 +338,17 @@ class PodRunner:
         return mapping
 
     def write_downward(self, work: PodWork) -> None:
-        """(Re)write every Downward API file whose content changed, atomically (temp + rename)."""
+        """(Re)write each Downward API volume whose content changed, all its files in one swap."""
         pod = dict(work.pod)
         pod["status"] = {**(pod.get("status") or {}), "podIP": work.ip, "podIPs": [{"ip": work.ip}], "hostIP": work.host_ip}
         for volume in (pod.get("spec") or {}).get("volumes") or []:
             if not podspec.is_downward(volume):
                 continue
-            base = work.directory / "volumes" / volume["name"]
-            for rel, content in podspec.downward_files(pod, volume).items():
-                target = base / rel
-                if work.written.get(str(target)) == content:
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.with_name(f".{target.name}.tmp")
-                tmp.write_text(content)
-                os.replace(tmp, target)
-                work.written[str(target)] = content
+            files = podspec.downward_files(pod, volume)
+            if work.written.get(volume["name"]) == files:
+                continue
+            atomic_dir.write_payload(work.directory / "volumes" / volume["name"], files)
+            work.written[volume["name"]] = files
 
     def tick_pod(self, work: PodWork) -> None:
         for run in work.containers:
