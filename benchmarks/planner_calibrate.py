@@ -1,10 +1,12 @@
 """``servecert bench planner-calibrate``: how much load one prefill + one decode engine serve within the SLA.
 
+``--agg N`` measures N aggregated engines instead (seed 003's aggregated mode).
+
 PLANNER-SCALING scenarios state load in engines' worth (``fixtures/planner_calibration.py``).
 This measures it: one prefill and one decode worker of the scenario engines (timing table, ISL
 256, OSL 32 unless ``--isl``/``--osl`` say otherwise), no planner, a constant open-loop rate for ``--seconds`` simulated seconds at each
 ``--rps``; printed per rate: the share of requests within the SLA (TTFT 1000 ms, ITL 100 ms
-simulated), TTFT and TPOT percentiles. Figures only; the largest rate with >= 95% within SLA is
+simulated, or ``--ttft-ms``/``--itl-ms``), TTFT and TPOT percentiles. Figures only; the largest rate with >= 95% within SLA is
 the calibration.
 """
 
@@ -32,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-scale", type=float, default=4.0)
     p.add_argument("--prefill", type=int, default=1)
     p.add_argument("--decode", type=int, default=1)
+    p.add_argument("--agg", type=int, default=0, help="aggregated workers instead of prefill + decode (seed 003 --mode agg)")
+    p.add_argument("--ttft-ms", type=float, default=cal.TTFT_MS, help="TTFT SLA (simulated ms)")
+    p.add_argument("--itl-ms", type=float, default=cal.ITL_MS, help="ITL SLA (simulated ms), judged on each request's TPOT")
     p.add_argument("--isl", type=int, default=cal.ISL, help="prompt tokens per request")
     p.add_argument("--osl", type=int, default=cal.OSL, help="output tokens per request")
 
@@ -39,8 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 async def measure(rps: float, args: argparse.Namespace) -> dict[str, float]:
     env = ProcessEnvironment()
     chunk = cal.MAX_NUM_BATCHED_TOKENS
-    workers = (*(WorkerSpec("prefill", domains=cal.DOMAINS, max_num_batched_tokens=chunk) for _ in range(args.prefill)),
-               *(WorkerSpec("decode", domains=cal.DOMAINS, max_num_batched_tokens=chunk) for _ in range(args.decode)))
+    counts = {"agg": args.agg} if args.agg else {"prefill": args.prefill, "decode": args.decode}
+    workers = tuple(WorkerSpec(role, domains=cal.DOMAINS, max_num_batched_tokens=chunk) for role, n in counts.items() for _ in range(n))
     spec = DeploymentSpec(model=cal.MODEL, workers=workers, time_scale=args.time_scale, timing=cal.TIMING)
     deployment = await ReferenceImplementation().deploy(spec, env)
     try:
@@ -56,7 +61,7 @@ async def measure(rps: float, args: argparse.Namespace) -> dict[str, float]:
     tpot = sorted((r.tpot_s or 0.0) * k * 1000 for r in warm)
     ok = [
         r for r in warm
-        if r.ttft_s is not None and r.ttft_s * k * 1000 <= cal.TTFT_MS and (r.tpot_s or 0) * k * 1000 <= cal.ITL_MS
+        if r.ttft_s is not None and r.ttft_s * k * 1000 <= args.ttft_ms and (r.tpot_s or 0) * k * 1000 <= args.itl_ms
     ]
 
     def pct(xs: list[float], q: float) -> float:

@@ -76,6 +76,11 @@ REFERENCE_CODE: dict[str, tuple[str, ...]] = {
     ),
     "PlannerScalingFloorFromPerfModel": ("reference_impl/planner/throughput_scaling.py", "reference_impl/planner/reconcile.py"),
     "PlannerScalingLoadRulesPerComponent": ("reference_impl/planner/load_scaling.py", "reference_impl/planner/estimate.py"),
+    "PlannerScalingAggregatedLoadRules": (
+        "reference_impl/planner/load_scaling.py",
+        "reference_impl/planner/perf_model/aggregated.py",
+        "reference_impl/planner/planner.py",
+    ),
     "PlannerScalingAcknowledgementGuard": ("reference_impl/planner/connectors/virtual.py", "reference_impl/planner/planner.py"),
     "PlannerScalingOneStepPerInterval": (
         "reference_impl/planner/reconcile.py",

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from protocol.perf_profile import PerfProfile
 
 PREDICTORS = ("constant", "arima", "kalman")
+DISAGG, AGG = "disagg", "agg"
+MODES = (DISAGG, AGG)
 
 
 class PlannerConfigError(ValueError):
@@ -23,6 +25,7 @@ class PlannerConfigError(ValueError):
 @dataclass(frozen=True)
 class PlannerConfig:
     namespace: str = "dynamo"
+    mode: str = DISAGG  # seed 003 "--mode agg": one set of aggregated workers, scaled as the decode component
     ttft_ms: float = 500.0
     itl_ms: float = 50.0
     isl: int = 3000
@@ -52,6 +55,13 @@ class PlannerConfig:
     def __post_init__(self) -> None:
         if self.predictor not in PREDICTORS:
             raise PlannerConfigError(f"predictor must be one of {', '.join(PREDICTORS)}, got {self.predictor!r}")
+        if self.mode not in MODES:
+            raise PlannerConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.mode == AGG and (self.profile or self.perf_profile):
+            raise PlannerConfigError(
+                "mode 'agg' learns its 2-D perf model from live forward-pass metrics: drop profile/perf_profile, which "
+                "describe separate prefill and decode engines"
+            )
         if not 0.0 < self.scale_down_sensitivity <= 1.0:
             raise PlannerConfigError(f"scale_down_sensitivity is a fraction in (0, 1], got {self.scale_down_sensitivity}")
         if self.load_interval_s <= 0 or self.throughput_interval_s < self.load_interval_s:
@@ -60,12 +70,17 @@ class PlannerConfig:
             )
         if self.min_endpoint < 1 or self.max_step < 1 or self.down_stabilisation_ticks < 1:
             raise PlannerConfigError("min_endpoint, max_step and down_stabilisation_ticks must be >= 1")
-        floor_gpus = self.min_endpoint * (self.prefill_engine_num_gpu + self.decode_engine_num_gpu)
+        floor_gpus = self.prefill_min_endpoint * self.prefill_engine_num_gpu + self.min_endpoint * self.decode_engine_num_gpu
         if floor_gpus > self.max_gpu_budget:
             raise PlannerConfigError(
-                f"min_endpoint={self.min_endpoint} of prefill and decode needs {floor_gpus} GPUs but max_gpu_budget is "
+                f"min_endpoint={self.min_endpoint} of each component ({self.mode}) needs {floor_gpus} GPUs but max_gpu_budget is "
                 f"{self.max_gpu_budget}: raise the budget or lower min_endpoint"
             )
+
+    @property
+    def prefill_min_endpoint(self) -> int:
+        """The fewest prefill workers: none in aggregated mode (there is no prefill component)."""
+        return 0 if self.mode == AGG else self.min_endpoint
 
     def real_seconds(self, simulated_s: float) -> float:
         """Simulated seconds as real seconds to sleep."""

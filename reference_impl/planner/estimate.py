@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reference_impl.planner.fpm import FpmSample
-from reference_impl.planner.perf_model.protocol import PerfModel
+from reference_impl.planner.perf_model.protocol import DecodeCost, PrefillCost
 
 MAX_UTILISATION = 0.85  # a prefill engine busier than this after consolidation is taken as saturated
 FIXED_POINT_ITERATIONS = 50
@@ -41,6 +41,8 @@ class EngineLoad:
     residual_ms: float
     busy_fraction: float
     iterations: int
+    prefill_share: float = 0.0  # of the iterations, the share that prefilled (aggregated engines' piggybacked prefill)
+    prefill_tokens: float = 0.0  # prefill tokens per iteration, on average
 
 
 def summarise(engine_id: str, samples: Sequence[FpmSample], window_ms: float, last: FpmSample | None = None) -> EngineLoad:
@@ -63,6 +65,8 @@ def summarise(engine_id: str, samples: Sequence[FpmSample], window_ms: float, la
         residual_ms=sum(s.iteration_ms**2 for s in work) / 2 / span,
         busy_fraction=busy / span,
         iterations=len(work),
+        prefill_share=sum(s.scheduled_prefill_tokens > 0 for s in work) / len(work) if work else 0.0,
+        prefill_tokens=sum(s.scheduled_prefill_tokens for s in work) / len(work) if work else 0.0,
     )
 
 
@@ -76,23 +80,25 @@ def mean(loads: Sequence[EngineLoad]) -> EngineLoad:
         residual_ms=sum(x.residual_ms for x in loads) / n,
         busy_fraction=sum(x.busy_fraction for x in loads) / n,
         iterations=round(sum(x.iterations for x in loads) / n),
+        prefill_share=sum(x.prefill_share for x in loads) / n,
+        prefill_tokens=sum(x.prefill_tokens for x in loads) / n,
     )
 
 
-def chunked_prefill_ms(perf: PerfModel, tokens: float, chunk: int) -> float:
+def chunked_prefill_ms(perf: PrefillCost, tokens: float, chunk: int) -> float:
     full = math.floor(tokens / chunk)
     rest = tokens - full * chunk
     return full * perf.prefill_ms(chunk) + perf.prefill_ms(rest)
 
 
-def ttft_ms(load: EngineLoad, perf: PerfModel, isl: float, chunk: int, spread: float = 1.0) -> float:
+def ttft_ms(load: EngineLoad, perf: PrefillCost, isl: float, chunk: int, spread: float = 1.0) -> float:
     """Estimated TTFT on this engine; ``spread`` multiplies its load (N/(N-1) for consolidation)."""
     if spread > 1.0 and load.busy_fraction * spread > MAX_UTILISATION:
         return math.inf
     return load.residual_ms * spread + chunked_prefill_ms(perf, load.waiting_prefill_tokens * spread + isl, chunk)
 
 
-def itl_ms(load: EngineLoad, perf: PerfModel, context_tokens: float, spread: float = 1.0) -> float:
+def itl_ms(load: EngineLoad, perf: DecodeCost, context_tokens: float, spread: float = 1.0) -> float:
     """Estimated ITL of one more request on this engine, with its load multiplied by ``spread``."""
     kv = load.active_decode_kv_tokens
     if spread <= 1.0 or kv <= 0:

@@ -19,7 +19,15 @@ Scale-down stabilisation: a load-based scale-down is carried out only when it wa
 ``config.down_stabilisation_ticks`` consecutive ticks (Kubernetes HPA's stabilisation window, shortened),
 which with the floor's dead band keeps a steady load at a capacity boundary from flapping.
 
-``decide_load`` and ``constrain`` are attributes so deliberately broken planners
+Aggregated mode (``config.mode == "agg"``, seed 003 "--mode agg"): every worker is one aggregated
+set, scaled as the decode component (prefill stays 0, as Dynamo scales agg workers through their
+decode role). Each engine gets both estimates from the 2-D perf model (``perf_model/aggregated.py``,
+fed one averaged row per engine per interval): TTFT of chunked prefill with the decode step
+piggybacked, ITL of a decode step with the interval's average prefill; ``decide_aggregated`` adds a
+worker on either signal and removes one only when both allow it. The throughput floor plans one
+engine for a request's prefill and its decode in turn (capacities combined as 1/(1/p + 1/d)).
+
+``decide_load``, ``decide_aggregated`` and ``constrain`` are attributes so deliberately broken planners
 (``tests/nonconforming``) can swap the load rule or the limits; the reference uses
 ``load_scaling.decide`` and ``reconcile.reconcile``.
 """
@@ -38,10 +46,11 @@ import aiohttp
 
 from protocol import event_loop, waiting
 from reference_impl.planner import estimate, load_scaling, predictors, throughput_scaling
-from reference_impl.planner.config import PlannerConfig
+from reference_impl.planner.config import AGG, PlannerConfig
 from reference_impl.planner.connectors.protocol import ISSUED, Connector
 from reference_impl.planner.diagnostics import Diagnostics, TickRecord
 from reference_impl.planner.fpm import FpmFeed
+from reference_impl.planner.perf_model.aggregated import AggregatedPerfModel, DecodeView, PrefillView, WindowRow
 from reference_impl.planner.perf_model.protocol import PerfModel
 from reference_impl.planner.perf_model.regression import RegressionPerfModel
 from reference_impl.planner.perf_model.table import TablePerfModel
@@ -55,8 +64,11 @@ IN_PROGRESS = "scaling_in_progress"
 MISMATCH = "worker_count_mismatch"
 MISMATCH_TICKS = 10  # ticks between two warnings about a mismatch
 STABILISING = "scale_down_stabilising"
+AGGREGATED = "aggregated_mode"  # the prefill component's reason in aggregated mode: there is none
 
 DecideLoad = Callable[[int, Sequence[float], Sequence[float], float, float, int], load_scaling.LoadProposal]
+DecideAggregated = Callable[[int, load_scaling.Signal, load_scaling.Signal, float, int], load_scaling.LoadProposal]
+Latencies = tuple[list[float], list[float], list[float], list[float]]  # TTFTs now, after consolidation; ITLs likewise
 Constrain = Callable[[Targets, Targets | None, Targets | None, PlannerConfig], tuple[Targets, list[str]]]
 
 
@@ -64,7 +76,7 @@ Constrain = Callable[[Targets, Targets | None, Targets | None, PlannerConfig], t
 class Worker:
     engine_id: str
     url: str
-    role: str  # prefill | decode | agg (counted as decode)
+    role: str  # prefill | decode | agg (agg workers are the decode component)
 
 
 @dataclass(frozen=True)
@@ -103,12 +115,14 @@ class Planner:
                 else RegressionPerfModel(config.max_fpm_samples, config.load_min_observations)
             )
         self.perf = perf
+        self.aggregated = AggregatedPerfModel(config.max_fpm_samples, config.load_min_observations)
         self.predictor = predictor or predictors.make(config.predictor)
         if config.warmup_trace:
             for rate in warmup.rates(Path(config.warmup_trace), config.throughput_interval_s):
                 self.predictor.add(rate)
         self.diagnostics = diagnostics or Diagnostics()
         self.decide_load: DecideLoad = load_scaling.decide
+        self.decide_aggregated: DecideAggregated = load_scaling.decide_aggregated
         self.constrain: Constrain = reconcile
         self.desired: Targets | None = None
         self.floor: Targets | None = None
@@ -147,10 +161,13 @@ class Planner:
         now = time.monotonic()
         window_start, self._last_tick = self._last_tick, now
         workers = self.source.workers()
-        prefill = [w for w in workers if w.role == "prefill"]
+        prefill = [w for w in workers if w.role == "prefill"] if cfg.mode != AGG else []
         decode = [w for w in workers if w.role != "prefill"]
         await self._follow(workers)
-        self._feed_perf(prefill, decode)
+        if cfg.mode == AGG:
+            self._feed_aggregated(decode)
+        else:
+            self._feed_perf(prefill, decode)
         current = Targets(len(prefill), len(decode))
         if self.desired is None:
             self.desired = current
@@ -162,12 +179,10 @@ class Planner:
 
         window_ms = cfg.simulated_seconds(now - window_start) * 1000.0
         self._loads = []
-        chunk = cfg.max_num_batched_tokens
-        ttfts, ttfts_after = self._estimates(prefill, window_start, window_ms, lambda load, spread: estimate.ttft_ms(
-            load, self.perf, self.isl, chunk, spread), self.perf.prefill_ready())
-        context = self.isl + self.osl / 2
-        itls, itls_after = self._estimates(decode, window_start, window_ms, lambda load, spread: estimate.itl_ms(
-            load, self.perf, context, spread), self.perf.decode_ready())
+        if cfg.mode == AGG:
+            ttfts, ttfts_after, itls, itls_after = self._aggregated_latencies(decode, window_start, window_ms)
+        else:
+            ttfts, ttfts_after, itls, itls_after = self._latencies(prefill, decode, window_start, window_ms)
 
         def record(p_reason: str, d_reason: str, action: str, notes: Sequence[str] = ()) -> TickRecord:
             assert self.desired is not None
@@ -205,7 +220,16 @@ class Planner:
             return record(MISMATCH, MISMATCH, "observe")
         self._mismatch = 0
 
-        if cfg.enable_load_scaling:
+        if cfg.enable_load_scaling and cfg.mode == AGG:
+            p = load_scaling.LoadProposal(0, AGGREGATED)
+            d = self._stabilised("decode", current.decode, self.decide_aggregated(
+                current.decode,
+                load_scaling.Signal(ttfts, ttfts_after, cfg.ttft_ms),
+                load_scaling.Signal(itls, itls_after, cfg.itl_ms),
+                cfg.scale_down_sensitivity,
+                cfg.min_endpoint,
+            ))
+        elif cfg.enable_load_scaling:
             p = self._stabilised("prefill", current.prefill, self.decide_load(
                 current.prefill, ttfts, ttfts_after, cfg.ttft_ms, cfg.scale_down_sensitivity, cfg.min_endpoint))
             d = self._stabilised("decode", current.decode, self.decide_load(
@@ -256,7 +280,8 @@ class Planner:
         if capacity is not None:
             old = self.floor
             self.floor = Targets(
-                throughput_scaling.floor(predicted, capacity.prefill, old.prefill if old else None, cfg.min_endpoint),
+                throughput_scaling.floor(predicted, capacity.prefill, old.prefill if old else None, cfg.prefill_min_endpoint)
+                if capacity.prefill > 0 else 0,
                 throughput_scaling.floor(predicted, capacity.decode, old.decode if old else None, cfg.min_endpoint),
             )
         return sample.rps, predicted
@@ -267,6 +292,12 @@ class Planner:
         once estimates pass the SLA, so the floor is what keeps a steady state inside it with room for the next burst."""
         cfg = self.config
         ttft, itl = cfg.ttft_ms * cfg.scale_down_sensitivity, cfg.itl_ms * cfg.scale_down_sensitivity
+        if cfg.mode == AGG:
+            if not self.aggregated.ready():
+                return None
+            cap_p = throughput_scaling.prefill_capacity_rps(PrefillView(self.aggregated, 0.0), self.isl, ttft, cfg.max_num_batched_tokens)
+            cap_d = throughput_scaling.decode_capacity_rps(DecodeView(self.aggregated, 0.0, 0.0), self.isl, self.osl, itl)
+            return Capacity(0.0, cfg.target_utilisation / (1 / max(cap_p, 1e-9) + 1 / max(cap_d, 1e-9)))
         if cfg.perf_profile is not None:
             profile = cfg.perf_profile
             cap_p = throughput_scaling.profiled_capacity_rps(profile, "prefill", ttft, self.isl, cfg.prefill_engine_num_gpu)
@@ -278,6 +309,33 @@ class Planner:
             return None
         return Capacity(cfg.target_utilisation * cap_p, cfg.target_utilisation * cap_d)
 
+    def _latencies(self, prefill: list[Worker], decode: list[Worker], since: float, window_ms: float) -> Latencies:
+        """Disaggregated: TTFT of each prefill engine, ITL of each decode engine (1-D perf models)."""
+        chunk = self.config.max_num_batched_tokens
+        ttfts, ttfts_after = self._estimates(prefill, since, window_ms, lambda load, spread: estimate.ttft_ms(
+            load, self.perf, self.isl, chunk, spread), self.perf.prefill_ready())
+        context = self.isl + self.osl / 2
+        itls, itls_after = self._estimates(decode, since, window_ms, lambda load, spread: estimate.itl_ms(
+            load, self.perf, context, spread), self.perf.decode_ready())
+        return ttfts, ttfts_after, itls, itls_after
+
+    def _aggregated_latencies(self, workers: list[Worker], since: float, window_ms: float) -> Latencies:
+        """Aggregated: TTFT and ITL of each engine from the 2-D model; under consolidation the piggybacked work grows
+        with the load (the decode KV a chunk carries, the prefill a step carries, at most a whole chunk per step)."""
+        chunk = self.config.max_num_batched_tokens
+        model = self.aggregated
+
+        def ttft(load: estimate.EngineLoad, spread: float) -> float:
+            return estimate.ttft_ms(load, PrefillView(model, load.active_decode_kv_tokens * spread), self.isl, chunk, spread)
+
+        def itl(load: estimate.EngineLoad, spread: float) -> float:
+            view = DecodeView(model, min(1.0, load.prefill_share * spread), min(float(chunk), load.prefill_tokens * spread))
+            return estimate.itl_ms(load, view, self.isl + self.osl / 2, spread)
+
+        ttfts, ttfts_after = self._estimates(workers, since, window_ms, ttft, model.ready())
+        itls, itls_after = self._estimates(workers, since, window_ms, itl, model.ready(), record=False)
+        return ttfts, ttfts_after, itls, itls_after
+
     def _estimates(
         self,
         workers: list[Worker],
@@ -285,6 +343,7 @@ class Planner:
         window_ms: float,
         price: Callable[[estimate.EngineLoad, float], float],
         ready: bool,
+        record: bool = True,
     ) -> tuple[list[float], list[float]]:
         """Per-engine estimates now, and of each of the N-1 engines left after consolidating N into N-1."""
         if not ready or not workers:
@@ -293,7 +352,8 @@ class Planner:
             estimate.summarise(w.engine_id, self.fpm.since(w.engine_id, since), window_ms, self.fpm.last_before(w.engine_id, since))
             for w in workers
         ]
-        self._loads.extend(loads)
+        if record:
+            self._loads.extend(loads)
         now = [price(load, 1.0) for load in loads]
         n = len(workers)
         # NB: the N-1 engines left share the whole load, however unevenly the router spread it today: scaling each
@@ -309,6 +369,16 @@ class Planner:
         for engine_id in self.fpm.following() - present:
             await self.fpm.unfollow(engine_id)
             self._fed.pop(engine_id, None)
+
+    def _feed_aggregated(self, workers: list[Worker]) -> None:
+        """One averaged row per engine per interval (seed 003: agg trains on time-averaged, not instantaneous, metrics)."""
+        for w in workers:
+            samples = self.fpm.since(w.engine_id, self._fed.get(w.engine_id, 0.0))
+            row = WindowRow.of([(s.scheduled_prefill_tokens, s.scheduled_decode_kv_tokens, s.iteration_ms) for s in samples])
+            if row is not None:
+                self.aggregated.observe(row)
+            if samples:
+                self._fed[w.engine_id] = samples[-1].at + 1e-9
 
     def _feed_perf(self, prefill: list[Worker], decode: list[Worker]) -> None:
         for role, group in (("prefill", prefill), ("decode", decode)):

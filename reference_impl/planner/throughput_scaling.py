@@ -25,14 +25,14 @@ from __future__ import annotations
 import math
 
 from protocol.perf_profile import PerfProfile
-from reference_impl.planner.perf_model.protocol import PerfModel
+from reference_impl.planner.perf_model.protocol import DecodeCost, PrefillCost
 
 MAX_BATCH_REQUESTS = 1024
 MAX_DECODE_CONCURRENCY = 4096
 FLOOR_HYSTERESIS = 0.2
 
 
-def prefill_capacity_rps(perf: PerfModel, isl: float, ttft_ms: float, chunk: int) -> float:
+def prefill_capacity_rps(perf: PrefillCost, isl: float, ttft_ms: float, chunk: int) -> float:
     isl = max(1.0, isl)
     best = 1000.0 / max(perf.prefill_ms(isl), 1e-6)
     for k in range(2, MAX_BATCH_REQUESTS):
@@ -46,7 +46,7 @@ def prefill_capacity_rps(perf: PerfModel, isl: float, ttft_ms: float, chunk: int
     return best
 
 
-def decode_capacity_rps(perf: PerfModel, isl: float, osl: float, itl_ms: float) -> float:
+def decode_capacity_rps(perf: DecodeCost, isl: float, osl: float, itl_ms: float) -> float:
     osl = max(1.0, osl)
     context = isl + osl / 2
     n = 1

@@ -55,6 +55,10 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
         ("tests.nonconforming.planner:DecodeOnTtft", "PlannerScalingLoadRulesPerComponent[decode-bound]", "core"),
         ("tests.nonconforming.planner:DecodeOnTtft", "PlannerScalingLoadRulesPerComponent[prefill-bound]", "core"),
         ("tests.nonconforming.planner:UpOnAnyEngine", "PlannerScalingLoadRulesPerComponent[decode-bound]", "core"),
+        ("tests.nonconforming.planner:AggregatedOnItlOnly", "PlannerScalingAggregatedLoadRules[agg-ttft-bound]", "core"),
+        ("tests.nonconforming.planner:AggregatedOnTtftOnly", "PlannerScalingAggregatedLoadRules[agg-itl-bound]", "core"),
+        ("tests.nonconforming.planner:AggregatedDownOnEither", "PlannerScalingAggregatedLoadRules[agg-ttft-bound]", "core"),
+        ("tests.nonconforming.planner:AggregatedNeverScalesDown", "PlannerScalingScalesDownAfterLoadFalls[agg-load-only]", "core"),
     ],
     ids=[
         "steps-of-two",
@@ -76,6 +80,10 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
         "decode-on-ttft-decode-bound",
         "decode-on-ttft-prefill-bound",
         "up-on-any-engine",
+        "aggregated-on-itl-only",
+        "aggregated-on-ttft-only",
+        "aggregated-down-on-either",
+        "aggregated-never-scales-down",
     ],
 )
 def test_a_planner_breaking_a_rule_is_failed_by_the_test_for_that_rule(adapter: str, caught_by: str, section: str, tmp_path: Path) -> None:

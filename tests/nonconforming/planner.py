@@ -3,7 +3,8 @@
 The suite must fail every one of them (``tests/certify/test_planner_scaling.py``);
 each names the rule it breaks and the conformance test expected to catch it. The breaks are made
 through the reference adapter's hooks: ``planner_config_hook`` edits the planner's settings,
-``planner_hook`` swaps its load rule (``Planner.decide_load``).
+``planner_hook`` swaps its load rule (``Planner.decide_load``, or ``Planner.decide_aggregated`` in
+aggregated mode).
 """
 
 from __future__ import annotations
@@ -105,6 +106,45 @@ def _up_on_any(planner: Planner) -> None:
         return load_scaling.decide(current, estimates, after, sla, sens, low)
 
     planner.decide_load = decide
+
+
+def _aggregated_on_itl_only(planner: Planner) -> None:
+    def decide(current: int, ttft: load_scaling.Signal, itl: load_scaling.Signal, sens: float, low: int) -> LoadProposal:
+        # Broken: aggregated workers counted as decode workers, judged on ITL alone (TTFT never adds one).
+        return load_scaling.decide(current, itl.estimates, itl.consolidated, itl.sla, sens, low)
+
+    planner.decide_aggregated = decide
+
+
+def _aggregated_on_ttft_only(planner: Planner) -> None:
+    def decide(current: int, ttft: load_scaling.Signal, itl: load_scaling.Signal, sens: float, low: int) -> LoadProposal:
+        # Broken: aggregated workers counted as prefill workers, judged on TTFT alone (ITL never adds one).
+        return load_scaling.decide(current, ttft.estimates, ttft.consolidated, ttft.sla, sens, low)
+
+    planner.decide_aggregated = decide
+
+
+def _aggregated_down_on_either(planner: Planner) -> None:
+    def decide(current: int, ttft: load_scaling.Signal, itl: load_scaling.Signal, sens: float, low: int) -> LoadProposal:
+        proposal = load_scaling.decide_aggregated(current, ttft, itl, sens, low)
+        if proposal.target > current:
+            return proposal
+        # Broken: one signal's consolidated estimates below SLA x sensitivity is enough to remove a worker.
+        for signal in (ttft, itl):
+            if current > low and signal.consolidated and all(c < signal.sla * sens for c in signal.consolidated):
+                return LoadProposal(current - 1, load_scaling.DOWN)
+        return proposal
+
+    planner.decide_aggregated = decide
+
+
+def _aggregated_never_down(planner: Planner) -> None:
+    def decide(current: int, ttft: load_scaling.Signal, itl: load_scaling.Signal, sens: float, low: int) -> LoadProposal:
+        proposal = load_scaling.decide_aggregated(current, ttft, itl, sens, low)
+        # Broken: "only if both signal underload" read as "never": an aggregated worker, once added, stays.
+        return proposal if proposal.target >= current else LoadProposal(current, load_scaling.HOLD)
+
+    planner.decide_aggregated = decide
 
 
 def _down_when_busy(planner: Planner) -> None:
@@ -223,3 +263,25 @@ def WaitsForAckForever() -> ReferenceImplementation:
     """Never proceeds past an unacknowledged decision, whatever scaling_ack_timeout_s. Caught by PlannerScalingAcknowledgementGuard."""
     return ReferenceImplementation(planner_config_hook=_no_ack_timeout)
 
+
+
+def AggregatedOnItlOnly() -> ReferenceImplementation:
+    """Counts aggregated workers as decode: scales them on ITL alone. Caught by PlannerScalingAggregatedLoadRules[agg-ttft-bound]."""
+    return ReferenceImplementation(planner_hook=_aggregated_on_itl_only)
+
+
+def AggregatedOnTtftOnly() -> ReferenceImplementation:
+    """Scales aggregated workers on TTFT alone. Caught by PlannerScalingAggregatedLoadRules[agg-itl-bound]."""
+    return ReferenceImplementation(planner_hook=_aggregated_on_ttft_only)
+
+
+def AggregatedDownOnEither() -> ReferenceImplementation:
+    """Removes an aggregated worker when either signal allows it, not both.
+    Caught by PlannerScalingAggregatedLoadRules[agg-ttft-bound]: ITL (target 2 s) always allows it there."""
+    return ReferenceImplementation(planner_hook=_aggregated_down_on_either)
+
+
+def AggregatedNeverScalesDown() -> ReferenceImplementation:
+    """Never removes an aggregated worker (the disaggregated rule is intact).
+    Caught by PlannerScalingScalesDownAfterLoadFalls[agg-load-only]."""
+    return ReferenceImplementation(planner_hook=_aggregated_never_down)

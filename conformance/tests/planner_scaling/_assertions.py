@@ -73,7 +73,7 @@ def gpus_must_stay_within_budget(run: ScenarioRun) -> None:
 
 def workers_must_never_fall_below_min_endpoint(run: ScenarioRun) -> None:
     floor = run.planner.min_endpoint
-    for component in COMPONENTS:
+    for component in run.scenario.components:
         low = [(t, n) for t, n in run.ready(component) if n < floor]
         assert not low, f"{component}: {low[0][1]} serving workers at t={low[0][0]:.1f} s, below min_endpoint={floor}"
 
@@ -83,7 +83,7 @@ def workers_must_cover_sustained_load(run: ScenarioRun, start: float, end: float
     load within the SLA (``Scenario.floor_at``, from the engines' measured capacity, no margin): the least a
     throughput floor sized by the SLA can be, and what no load-based scale-down may cross."""
     step = run.load_interval / 4
-    for component in COMPONENTS:
+    for component in run.scenario.components:
         ready = run.ready(component)
         for i in range(int((end - start) / step) + 1):
             t = start + i * step

@@ -24,9 +24,9 @@ from conformance.suite.test_case import TestContext
 from conformance.suite.timeouts import Timeouts
 from fixtures import cpu_priority, gc_deferral, load_generator
 from fixtures import planner_calibration as cal
-from fixtures.adapter import DeploymentSpec, PlannedDeployment, PlannerSpec, WorkerSpec
+from fixtures.adapter import AGG, DISAGG, DeploymentSpec, PlannedDeployment, PlannerSpec, WorkerSpec
 from fixtures.loop_lag import LoopLag
-from fixtures.planner_harness import COMPONENTS, ScalingHarness, count_at
+from fixtures.planner_harness import AGG_ROLE, COMPONENTS, ScalingHarness, count_at
 from load.shapes import Shape
 from load.shapes.trace import TraceReplay
 
@@ -44,6 +44,16 @@ class Scenario:
     osl: int = cal.OSL
     engine_rps: float = cal.ENGINE_RPS  # one engine's worth of this scenario's request mix, requests per simulated second
     miss_rps: tuple[float, float] = (cal.PREFILL_MISS_RPS, cal.DECODE_MISS_RPS)  # per prefill, decode engine: measured to miss the SLA
+    mode: str = DISAGG  # AGG: the workers are one aggregated set, the decode component (seed 003 "--mode agg")
+    sla_ms: tuple[float, float] = (cal.TTFT_MS, cal.ITL_MS)  # the planner's TTFT and ITL targets for this scenario
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        """The components the planner scales: aggregated workers are the decode component, and there is no prefill."""
+        return ("decode",) if self.mode == AGG else COMPONENTS
+
+    def role_of(self, component: str) -> str:
+        return AGG_ROLE if self.mode == AGG else component
 
     @property
     def duration_s(self) -> float:
@@ -74,6 +84,7 @@ def planner_spec(t: Timeouts, **changes: object) -> PlannerSpec:
     spec = PlannerSpec(
         ttft_ms=cal.TTFT_MS,
         itl_ms=cal.ITL_MS,
+        mode=DISAGG,
         isl=cal.ISL,
         osl=cal.OSL,
         load_interval_s=t.planner_load_interval_s,
@@ -93,7 +104,11 @@ def worker(role: str, startup_s: float = 0.0) -> WorkerSpec:
 
 
 def deployment_spec(t: Timeouts, planner: PlannerSpec, prefill: int = 1, decode: int = 1) -> DeploymentSpec:
-    workers = (*(worker("prefill") for _ in range(prefill)), *(worker("decode") for _ in range(decode)))
+    """``prefill`` + ``decode`` workers; in aggregated mode ``decode`` aggregated workers and no prefill."""
+    if planner.mode == AGG:
+        workers: tuple[WorkerSpec, ...] = tuple(worker(AGG_ROLE) for _ in range(decode))
+    else:
+        workers = (*(worker("prefill") for _ in range(prefill)), *(worker("decode") for _ in range(decode)))
     return DeploymentSpec(model=cal.MODEL, workers=workers, time_scale=t.planner_time_scale, timing=cal.TIMING, planner=planner)
 
 
@@ -233,7 +248,9 @@ async def run(
     """Deploy, drive ``scenario``, return what happened. ``ack_delay_s`` (simulated) delays the harness's
     acknowledgements; ``acknowledge=False`` makes it a dead external system (``ScalingHarness``)."""
     t = ctx.timeouts
-    spec = planner or planner_spec(t, isl=scenario.isl, osl=scenario.osl)
+    spec = planner or planner_spec(
+        t, isl=scenario.isl, osl=scenario.osl, mode=scenario.mode, ttft_ms=scenario.sla_ms[0], itl_ms=scenario.sla_ms[1]
+    )
     if tweak is not None:
         spec = tweak(spec)
     deployment = await ctx.deploy(deployment_spec(t, spec, prefill, decode))
@@ -243,7 +260,7 @@ async def run(
             "DecisionStore (protocol.planner_decisions) as Deployment.decisions"
         )
     arrivals = scenario.arrivals(t.planner_time_scale)
-    templates = {c: worker(c, t.planner_engine_startup_s) for c in COMPONENTS}
+    templates = {c: worker(scenario.role_of(c), t.planner_engine_startup_s) for c in scenario.components}
     gpus = {"prefill": spec.prefill_engine_num_gpu, "decode": spec.decode_engine_num_gpu}
     harness = ScalingHarness(
         deployment, templates, gpus, t0=time.monotonic(), ack_delay_s=ack_delay_s / t.planner_time_scale, acknowledge=acknowledge

@@ -9,7 +9,10 @@ the moments the checks judge are named beside each scenario.
 
 from __future__ import annotations
 
+import dataclasses
+
 from conformance.tests.planner_scaling._checks import Scenario
+from fixtures.adapter import AGG
 from fixtures.planner_calibration import ENGINE_RPS
 from load.shapes.burst import Burst
 from load.shapes.constant import Constant
@@ -43,6 +46,41 @@ LOW = Scenario("low-load", Constant(28.0), peak_engines=0.4)  # one worker of ea
 LOAD_RULES_SETTLED_AT = 40.0
 DECODE_BOUND = Scenario("decode-bound", Constant(64.0), peak_engines=2.8, isl=64, osl=128, engine_rps=0.85)
 PREFILL_BOUND = Scenario("prefill-bound", Constant(64.0), peak_engines=2.5, isl=192, osl=8, engine_rps=1.9)
+
+# Aggregated mode (seed 003 "--mode agg"): one set of aggregated workers, each running chunked prefill with the decode
+# step piggybacked. Each scenario makes one signal the overloaded one and leaves the other's SLA out of reach, so a
+# planner that reads only one signal (or removes a worker when only one allows it) is told apart. Measured with
+#   servecert bench planner-calibrate --agg 1 --rps R --seconds 80 --itl-ms 2000                        (agg-ttft-bound)
+#   servecert bench planner-calibrate --agg 1 --isl 32 --osl 128 --rps R --seconds 80 --ttft-ms 5000    (agg-itl-bound)
+# agg-ttft-bound: 100% within SLA at 0.9 requests/s (TTFT p95 853 ms), 42% at 1.0 (TTFT p50 1030 ms); TPOT p95 never
+#   above 1.32 s even at 1.1 (a step carries at most one chunk), so the 2 s ITL target is never reached.
+# agg-itl-bound: 100% at 0.9 (TPOT p95 68 ms), 15% at 1.1 (TPOT p50 115 ms); TTFT p95 634 ms even at 1.5, far under 3 s.
+#   Offered at 3.0 engines' worth (1.35 requests/s on each of two; 1.3 measured TPOT p50 190 ms): at 2.5 and 2.8 (1.125
+#   and 1.26 each) the two engines' TPOT hovered at 101-104 ms for 16 s, too close to the target to tell a slow rule
+#   from a missing one.
+# Both are judged from AGG_SETTLED_AT: the load needs ~8 s to overload two engines (the queue, or the long sequences'
+# KV, builds up), the 2-D model needs 5 averaged rows (3 intervals with two engines), then one worker starts (3 s).
+AGG_SETTLED_AT = 24.0
+AGG_TTFT_BOUND = Scenario(
+    "agg-ttft-bound", Constant(64.0), peak_engines=2.5, isl=256, osl=32, engine_rps=0.9, miss_rps=(1.0, 1.0), mode=AGG,
+    sla_ms=(1000.0, 2000.0),
+)
+AGG_ITL_BOUND = Scenario(
+    "agg-itl-bound", Constant(64.0), peak_engines=3.0, isl=32, osl=128, engine_rps=0.9, miss_rps=(1.1, 1.1), mode=AGG,
+    sla_ms=(3000.0, 100.0),
+)
+
+# Load that rises and falls back, aggregated (seed 003: "scale down only if both signal underload" must still scale
+# down once both do): the agg-ttft-bound mix and SLA, 0.15 -> 1.0 -> 0.15 of 2.7 requests/s (three engines' worth at
+# the 0.9 one engine serves), at the times of UP_AND_DOWN. Low is 0.41 requests/s, not UP_AND_DOWN's 0.2 (0.54): a
+# throughput floor that plans engines 60% busy (the reference's) puts one engine's share at 0.54-0.57, and window noise
+# then raised the reference's floor to two at t=60 s, a boundary this scenario is not about.
+AGG_UP_AND_DOWN = dataclasses.replace(
+    AGG_TTFT_BOUND,
+    name="agg-step-up-and-down",
+    shape=Step(72.0, ((0.0, 0.15), (RISE_AT, 1.0), (FALL_AT, 0.15))),
+    peak_engines=3.0,
+)
 
 PROFILED = Scenario("profiled-steady", Constant(48.0), peak_engines=1.65)  # 1.98 requests/s
 

@@ -5,7 +5,11 @@ throughput floor must see the lower load) plus ``planner_scale_down_intervals`` 
 each further one within ``planner_scale_down_intervals`` more, until the component is back at
 the count it had before the load rose. Cases: ``both-loops`` (the planner as configured by
 default) and ``load-only`` (``enable_throughput_scaling=False``): the load rule's own scale-down,
-"ALL < SLA * sensitivity", with no floor to fall with the load.
+"ALL < SLA * sensitivity", with no floor to fall with the load. ``agg-both-loops`` and
+``agg-load-only`` do the same in aggregated mode (``_scenarios.AGG_UP_AND_DOWN``: one aggregated
+worker at the start, three engines' worth from t=10 to t=36 s): there a worker goes only when
+both TTFT and ITL allow it (seed 003, Aggregated Mode), which must still happen once the load has
+fallen, and the aggregated throughput floor must fall with it.
 """
 
 from __future__ import annotations
@@ -18,13 +22,18 @@ from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 
-THROUGHPUT_LOOP = {"both-loops": True, "load-only": False}
+CASES = {
+    "both-loops": (planner_scenarios.UP_AND_DOWN, True),
+    "load-only": (planner_scenarios.UP_AND_DOWN, False),
+    "agg-both-loops": (planner_scenarios.AGG_UP_AND_DOWN, True),
+    "agg-load-only": (planner_scenarios.AGG_UP_AND_DOWN, False),
+}
 
 
 async def check(ctx: TestContext) -> None:
-    throughput = THROUGHPUT_LOOP[ctx.params["loops"]]
+    scenario, throughput = CASES[ctx.params["loops"]]
     run = await planner_checks.run(
-        ctx, planner_scenarios.UP_AND_DOWN, tweak=lambda spec: dataclasses.replace(spec, enable_throughput_scaling=throughput)
+        ctx, scenario, tweak=lambda spec: dataclasses.replace(spec, enable_throughput_scaling=throughput)
     )
     planner_assertions.workers_must_scale_down_after(run, planner_scenarios.FALL_AT, planner_scenarios.RISE_AT)
 
@@ -34,7 +43,7 @@ TEST = ConformanceTest(
     description="When load falls, the planner removes the extra workers within the stated number of intervals.",
     features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_STABILITY),
     environments=frozenset({"process"}),
-    cases=tuple(Case(name, {"loops": name}) for name in THROUGHPUT_LOOP),
+    cases=tuple(Case(name, {"loops": name}) for name in CASES),
     slow=True,
     check=check,
     seed=SeedRef(
