@@ -2,8 +2,10 @@
 
 ``Planner.step`` is one tick (one load interval of simulated time, ``config.real_seconds`` of real
 time). Every ``throughput_every``-th tick is also a throughput tick: the decode engines' counters
-give the window's request rate and mean ISL/OSL, the predictor forecasts the next window, and
-the perf model's per-engine capacity turns the forecast into a floor of replicas. Every tick
+give the window's request rate, mean ISL/OSL and KV hit rate, the predictor forecasts the next
+window, and the perf model's per-engine capacity turns the forecast into a floor of replicas. The
+KV hit rate keeps its last valid value (seed 003) and discounts the prompt tokens a request makes
+an engine prefill, in the prefill capacity and the TTFT estimates alike (``prefill_tokens``). Every tick
 summarises each engine's forward-pass metrics of the interval into estimated TTFT/ITL; the load
 rule proposes +/-1 per component; ``reconcile`` applies the floor, the step limit,
 ``min_endpoint`` and the GPU budget; the connector issues the decision.
@@ -127,6 +129,7 @@ class Planner:
         self.desired: Targets | None = None
         self.floor: Targets | None = None
         self.isl, self.osl = float(config.isl), float(config.osl)
+        self.kv_hit_rate = 0.0  # seed 003: last-value semantics; cold start "no KV hit-rate discount"
         self.ticks = 0
         self.started = time.monotonic()
         self._last_tick = self.started
@@ -263,11 +266,14 @@ class Planner:
         first = self._last_traffic is None
         seconds = cfg.simulated_seconds(now - (self._last_traffic or now))
         self._last_traffic = now
-        sample = await self.traffic.sample([(w.engine_id, w.url) for w in workers], seconds)
+        prefilling = {w.engine_id for w in workers if w.role != "decode"}
+        sample = await self.traffic.sample([(w.engine_id, w.url) for w in workers], seconds, prefilling)
         if first:
             return None, None
         if sample.requests > 0:
             self.isl, self.osl = sample.isl, sample.osl
+        if sample.kv_hit_rate is not None:
+            self.kv_hit_rate = sample.kv_hit_rate
         # NB: the rate over the last two windows: arrivals are completions plus the growth of the requests inside the
         # engines, an instantaneous gauge that moved one window's rate by up to +/-20% under a steady load; the floor's
         # dead band (10% up) then raised and dropped a worker on noise alone (PlannerScalingNoFlapping, 1 of 5 runs).
@@ -286,6 +292,12 @@ class Planner:
             )
         return sample.rps, predicted
 
+    @property
+    def prefill_tokens(self) -> float:
+        """The prompt tokens a new request makes an engine prefill: the mean ISL less the KV hit rate's share (seed 003:
+        runtime metadata "applied as input features"); a decode step still holds the whole prompt's KV."""
+        return self.isl * (1.0 - self.kv_hit_rate)
+
     def _capacity(self) -> Capacity | None:
         """Requests/s one engine of each component is planned to serve: from the given profile, else the perf model
         once it has seen enough. NB: sized for SLA x sensitivity at target utilisation: the load loop only reacts
@@ -295,15 +307,17 @@ class Planner:
         if cfg.mode == AGG:
             if not self.aggregated.ready():
                 return None
-            cap_p = throughput_scaling.prefill_capacity_rps(PrefillView(self.aggregated, 0.0), self.isl, ttft, cfg.max_num_batched_tokens)
+            cap_p = throughput_scaling.prefill_capacity_rps(
+                PrefillView(self.aggregated, 0.0), self.prefill_tokens, ttft, cfg.max_num_batched_tokens
+            )
             cap_d = throughput_scaling.decode_capacity_rps(DecodeView(self.aggregated, 0.0, 0.0), self.isl, self.osl, itl)
             return Capacity(0.0, cfg.target_utilisation / (1 / max(cap_p, 1e-9) + 1 / max(cap_d, 1e-9)))
         if cfg.perf_profile is not None:
             profile = cfg.perf_profile
-            cap_p = throughput_scaling.profiled_capacity_rps(profile, "prefill", ttft, self.isl, cfg.prefill_engine_num_gpu)
+            cap_p = throughput_scaling.profiled_capacity_rps(profile, "prefill", ttft, self.prefill_tokens, cfg.prefill_engine_num_gpu)
             cap_d = throughput_scaling.profiled_capacity_rps(profile, "decode", itl, self.osl, cfg.decode_engine_num_gpu)
         elif self.perf.prefill_ready() and self.perf.decode_ready():
-            cap_p = throughput_scaling.prefill_capacity_rps(self.perf, self.isl, ttft, cfg.max_num_batched_tokens)
+            cap_p = throughput_scaling.prefill_capacity_rps(self.perf, self.prefill_tokens, ttft, cfg.max_num_batched_tokens)
             cap_d = throughput_scaling.decode_capacity_rps(self.perf, self.isl, self.osl, itl)
         else:
             return None
@@ -313,7 +327,7 @@ class Planner:
         """Disaggregated: TTFT of each prefill engine, ITL of each decode engine (1-D perf models)."""
         chunk = self.config.max_num_batched_tokens
         ttfts, ttfts_after = self._estimates(prefill, since, window_ms, lambda load, spread: estimate.ttft_ms(
-            load, self.perf, self.isl, chunk, spread), self.perf.prefill_ready())
+            load, self.perf, self.prefill_tokens, chunk, spread), self.perf.prefill_ready())
         context = self.isl + self.osl / 2
         itls, itls_after = self._estimates(decode, since, window_ms, lambda load, spread: estimate.itl_ms(
             load, self.perf, context, spread), self.perf.decode_ready())
@@ -326,7 +340,8 @@ class Planner:
         model = self.aggregated
 
         def ttft(load: estimate.EngineLoad, spread: float) -> float:
-            return estimate.ttft_ms(load, PrefillView(model, load.active_decode_kv_tokens * spread), self.isl, chunk, spread)
+            view = PrefillView(model, load.active_decode_kv_tokens * spread)
+            return estimate.ttft_ms(load, view, self.prefill_tokens, chunk, spread)
 
         def itl(load: estimate.EngineLoad, spread: float) -> float:
             view = DecodeView(model, min(1.0, load.prefill_share * spread), min(float(chunk), load.prefill_tokens * spread))

@@ -10,12 +10,17 @@ the requests still inside the engines (``vllm:num_requests_waiting`` + ``running
 engine): arrivals = completions + growth of the backlog. An engine seen for the first time contributes from its next scrape
 on; a removed engine's last increments are lost (a window's count is then a slight underestimate).
 Dynamo reads the frontend's Prometheus instead; the engines' counters are the same numbers.
+
+KV hit rate (seed 003, Step 1): the share of prompt tokens the prefilling engines (prefill or
+aggregated) found in their prefix cache over the window, from ``vllm:prefix_cache_hits`` over
+``vllm:prefix_cache_queries``; None when no prompt was looked up (the planner then keeps its last
+valid value: "last-value semantics").
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import aiohttp
@@ -26,6 +31,8 @@ SUCCESS = "vllm:request_success_total"
 PROMPT_SUM = "vllm:request_prompt_tokens_sum"
 GENERATION_SUM = "vllm:request_generation_tokens_sum"
 IN_SYSTEM = ("vllm:num_requests_waiting", "vllm:num_requests_running")
+PREFIX_QUERIES = "vllm:prefix_cache_queries_total"
+PREFIX_HITS = "vllm:prefix_cache_hits_total"
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class TrafficSample:
     isl: float  # mean prompt tokens of the window's requests (0 when none)
     osl: float
     seconds: float  # simulated seconds the window covered
+    kv_hit_rate: float | None = None  # prompt tokens found in the prefix cache / looked up; None: none looked up
 
     @property
     def rps(self) -> float:
@@ -47,7 +55,10 @@ def merged(earlier: TrafficSample, later: TrafficSample) -> TrafficSample:
     def mean(a: float, b: float) -> float:
         return (a * earlier.requests + b * later.requests) / requests if requests else 0.0
 
-    return TrafficSample(requests, mean(earlier.isl, later.isl), mean(earlier.osl, later.osl), earlier.seconds + later.seconds)
+    hit_rate = later.kv_hit_rate if later.kv_hit_rate is not None else earlier.kv_hit_rate
+    return TrafficSample(
+        requests, mean(earlier.isl, later.isl), mean(earlier.osl, later.osl), earlier.seconds + later.seconds, hit_rate
+    )
 
 
 def planned_rps(predicted: float, last: TrafficSample) -> float:
@@ -64,6 +75,8 @@ class _Counters:
     prompt_tokens: float
     generation_tokens: float
     in_system: float = 0.0
+    prefix_queries: float = 0.0
+    prefix_hits: float = 0.0
 
 
 class TrafficMeter:
@@ -71,9 +84,10 @@ class TrafficMeter:
         self.session = session
         self._last: dict[str, _Counters] = {}
 
-    async def sample(self, engines: Sequence[tuple[str, str]], seconds: float) -> TrafficSample:
-        """Scrape ``(engine_id, url)`` engines (all roles); arrivals since the last call over ``seconds`` simulated seconds."""
-        done = prompt = generated = backlog = 0.0
+    async def sample(self, engines: Sequence[tuple[str, str]], seconds: float, prefilling: Collection[str] = ()) -> TrafficSample:
+        """Scrape ``(engine_id, url)`` engines (all roles); arrivals since the last call over ``seconds`` simulated seconds.
+        The KV hit rate counts the ``prefilling`` engines only (a decode engine receives its KV and looks nothing up)."""
+        done = prompt = generated = backlog = queries = hits = 0.0
         seen: dict[str, _Counters] = {}
         for engine_id, url in engines:
             now = await self._scrape(url)
@@ -86,9 +100,13 @@ class TrafficMeter:
                 prompt += max(0.0, now.prompt_tokens - before.prompt_tokens)
                 generated += max(0.0, now.generation_tokens - before.generation_tokens)
                 backlog += now.in_system - before.in_system
+                if engine_id in prefilling:
+                    queries += max(0.0, now.prefix_queries - before.prefix_queries)
+                    hits += max(0.0, now.prefix_hits - before.prefix_hits)
         self._last = seen
         arrivals = max(0.0, done + backlog)
-        return TrafficSample(arrivals, prompt / done if done else 0.0, generated / done if done else 0.0, seconds)
+        hit_rate = min(1.0, hits / queries) if queries > 0 else None
+        return TrafficSample(arrivals, prompt / done if done else 0.0, generated / done if done else 0.0, seconds, hit_rate)
 
     async def _scrape(self, url: str) -> _Counters | None:
         try:
@@ -97,9 +115,16 @@ class TrafficMeter:
         except (aiohttp.ClientError, TimeoutError) as exc:
             log.debug("cannot scrape %s: %r", url, exc)
             return None
-        values = dict.fromkeys((SUCCESS, PROMPT_SUM, GENERATION_SUM, *IN_SYSTEM), 0.0)
+        values = dict.fromkeys((SUCCESS, PROMPT_SUM, GENERATION_SUM, PREFIX_QUERIES, PREFIX_HITS, *IN_SYSTEM), 0.0)
         for family in text_string_to_metric_families(text):
             for s in family.samples:
                 if s.name in values:
                     values[s.name] += float(s.value)
-        return _Counters(values[SUCCESS], values[PROMPT_SUM], values[GENERATION_SUM], sum(values[k] for k in IN_SYSTEM))
+        return _Counters(
+            values[SUCCESS],
+            values[PROMPT_SUM],
+            values[GENERATION_SUM],
+            sum(values[k] for k in IN_SYSTEM),
+            values[PREFIX_QUERIES],
+            values[PREFIX_HITS],
+        )

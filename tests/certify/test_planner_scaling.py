@@ -59,6 +59,7 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
         ("tests.nonconforming.planner:AggregatedOnTtftOnly", "PlannerScalingAggregatedLoadRules[agg-itl-bound]", "core"),
         ("tests.nonconforming.planner:AggregatedDownOnEither", "PlannerScalingAggregatedLoadRules[agg-ttft-bound]", "core"),
         ("tests.nonconforming.planner:AggregatedNeverScalesDown", "PlannerScalingScalesDownAfterLoadFalls[agg-load-only]", "core"),
+        ("tests.nonconforming.planner:IgnoresKvHitRate", "PlannerScalingFloorFromPerfModel[prefix-reuse]", "core"),
     ],
     ids=[
         "steps-of-two",
@@ -84,6 +85,7 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
         "aggregated-on-ttft-only",
         "aggregated-down-on-either",
         "aggregated-never-scales-down",
+        "ignores-kv-hit-rate",
     ],
 )
 def test_a_planner_breaking_a_rule_is_failed_by_the_test_for_that_rule(adapter: str, caught_by: str, section: str, tmp_path: Path) -> None:

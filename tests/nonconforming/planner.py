@@ -10,7 +10,7 @@ aggregated mode).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from fixtures.reference.adapter import ReferenceImplementation
 from reference_impl.planner import load_scaling
@@ -18,6 +18,7 @@ from reference_impl.planner.config import PlannerConfig
 from reference_impl.planner.load_scaling import LoadProposal
 from reference_impl.planner.planner import Planner
 from reference_impl.planner.reconcile import Targets, reconcile
+from reference_impl.planner.traffic import TrafficSample
 
 
 def _two_at_a_time(planner: Planner) -> None:
@@ -145,6 +146,16 @@ def _aggregated_never_down(planner: Planner) -> None:
         return proposal if proposal.target >= current else LoadProposal(current, load_scaling.HOLD)
 
     planner.decide_aggregated = decide
+
+
+def _blind_to_the_prefix_cache(planner: Planner) -> None:
+    measure = planner.traffic.sample
+
+    async def sample(engines: Sequence[tuple[str, str]], seconds: float, prefilling: Collection[str] = ()) -> TrafficSample:
+        # Broken: the KV hit rate is never read, so prefill is sized for whole prompts, cached or not.
+        return dataclasses.replace(await measure(engines, seconds, prefilling), kv_hit_rate=None)
+
+    planner.traffic.sample = sample  # type: ignore[method-assign]
 
 
 def _down_when_busy(planner: Planner) -> None:
@@ -285,3 +296,8 @@ def AggregatedNeverScalesDown() -> ReferenceImplementation:
     """Never removes an aggregated worker (the disaggregated rule is intact).
     Caught by PlannerScalingScalesDownAfterLoadFalls[agg-load-only]."""
     return ReferenceImplementation(planner_hook=_aggregated_never_down)
+
+
+def IgnoresKvHitRate() -> ReferenceImplementation:
+    """Never reads the KV hit rate: sizes prefill for whole prompts. Caught by PlannerScalingFloorFromPerfModel[prefix-reuse]."""
+    return ReferenceImplementation(planner_hook=_blind_to_the_prefix_cache)

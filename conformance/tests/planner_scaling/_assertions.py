@@ -183,16 +183,19 @@ def workers_must_not_over_provision(run: ScenarioRun, component: str, start: flo
         )
 
 
-def workers_must_hold_the_profile_floor(run: ScenarioRun, profile: PerfProfile, start: float) -> None:
+def workers_must_hold_the_profile_floor(
+    run: ScenarioRun, profile: PerfProfile, start: float, prefill_tokens: float | None = None
+) -> None:
     """From ``start`` on, each component serves with at least ceil(offered load / the profile's capacity at the SLA)
     workers: the least throughput floor a planner given ``profile`` may write (seed 003, Step 4). The offered load at
     ``t`` is the lowest mean rate of any throughput window ending in the last two windows (one to write the floor, one
     for it to take effect): a floor predicted from a window is not removed by an idle period shorter than the window
     ("keeps capacity that was predicted for near-future demand from being removed because of short idle periods"),
-    and under steady load it is the steady rate."""
+    and under steady load it is the steady rate. ``prefill_tokens``: the tokens a request makes a prefill engine
+    compute when the scenario's prompts hit the prefix cache (default: the whole ISL)."""
     step = run.load_interval / 4
     spec = run.planner
-    per_request = {"prefill": run.scenario.isl, "decode": run.scenario.osl}
+    per_request = {"prefill": run.scenario.isl if prefill_tokens is None else prefill_tokens, "decode": run.scenario.osl}
     sla = {"prefill": spec.ttft_ms, "decode": spec.itl_ms}
     gpus = {"prefill": spec.prefill_engine_num_gpu, "decode": spec.decode_engine_num_gpu}
     rates = _window_rates(run)
@@ -211,6 +214,28 @@ def workers_must_hold_the_profile_floor(run: ScenarioRun, profile: PerfProfile, 
                 f"ceil({rps:.2f} x {per_request[component]} / {capacity:.0f}) = {floor}, and the load loop may not go below "
                 f"it; serving {component} workers (t, count) were {[(round(a, 1), k) for a, k in ready]}"
             )
+
+
+def prefill_must_stay_below_the_cache_blind_floor(run: ScenarioRun, profile: PerfProfile, start: float) -> None:
+    """From ``start`` on, fewer prefill workers serve than a planner would hold that sizes prefill for whole prompts:
+    ceil(offered requests/s x ISL / the profile's prefill tokens/s at the TTFT SLA), with no headroom at all. The
+    scenario's prompts are mostly prefix-cache hits, so the floor of a planner that applies the KV hit rate is far
+    lower (seed 003: KV hit rate is an input feature of capacity estimation)."""
+    step = run.load_interval / 4
+    spec = run.planner
+    capacity = profile.capacity_per_gpu("prefill", spec.ttft_ms) * spec.prefill_engine_num_gpu
+    ready = run.ready("prefill")
+    for i in range(int((run.end_s - start) / step) + 1):
+        t = start + i * step
+        rps = run.scenario.engines_at(t) * run.scenario.engine_rps
+        blind = math.ceil(rps * run.scenario.isl / capacity - 1e-9)
+        n = value_at(ready, t)
+        assert n < blind, (
+            f"prefill: {n} serving workers at t={t:.1f} s under {rps:.2f} requests/s of {run.scenario.isl}-token prompts that "
+            f"are mostly prefix-cache hits; sized for whole prompts, the profile's {capacity:.0f} tokens/s per engine asks "
+            f"for ceil({rps:.2f} x {run.scenario.isl} / {capacity:.0f}) = {blind}, so holding {n} ignores the KV hit rate; "
+            f"serving prefill workers (t, count) were {[(round(a, 1), k) for a, k in ready]}"
+        )
 
 
 def _window_rates(run: ScenarioRun) -> list[tuple[float, float]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from conformance.tests.planner_scaling._checks import Scenario
+from fixtures import planner_calibration as cal
 from fixtures.adapter import AGG
 from fixtures.planner_calibration import ENGINE_RPS
 from load.shapes.burst import Burst
@@ -19,7 +20,7 @@ from load.shapes.constant import Constant
 from load.shapes.diurnal import Diurnal
 from load.shapes.ramp import Ramp
 from load.shapes.step import Step
-from load.shapes.trace import TraceReplay, synthetic
+from load.shapes.trace import TraceEntry, TraceReplay, synthetic
 
 STEP_AT = 14.0
 STEP_X4 = Scenario("step-x4", Step(70.0, ((0.0, 0.25), (STEP_AT, 1.0))), peak_engines=3.2)
@@ -83,6 +84,30 @@ AGG_UP_AND_DOWN = dataclasses.replace(
 )
 
 PROFILED = Scenario("profiled-steady", Constant(48.0), peak_engines=1.65)  # 1.98 requests/s
+
+
+def _shared_prefix_trace(seconds: float, rate_rps: float, shared_blocks: int, block_tokens: int, osl: int) -> TraceReplay:
+    """Evenly spaced requests whose prompts share ``shared_blocks`` blocks (a system prompt) and end in one block of
+    their own: once an engine has prefilled the system prompt, each request brings it one block of new tokens."""
+    count = int(seconds * rate_rps)
+    prompt = (shared_blocks + 1) * block_tokens
+    return TraceReplay(tuple(
+        TraceEntry(round(i * 1000.0 / rate_rps, 3), prompt, osl, (*range(shared_blocks), shared_blocks + i)) for i in range(count)
+    ))
+
+
+# Seed 003's KV hit rate ("input features for capacity estimation"): PROFILED's rate, prompts of 8 blocks of 64 tokens of
+# which 7 are a shared system prompt, so after each prefill engine's first request 7/8 of every prompt is a cache hit.
+PREFIX_BLOCKS, PREFIX_BLOCK_TOKENS = 7, 64
+PREFIX_REUSE = Scenario(
+    "prefix-reuse",
+    Constant(90.0),
+    peak_engines=1.65,
+    isl=(PREFIX_BLOCKS + 1) * PREFIX_BLOCK_TOKENS,
+    block_tokens=PREFIX_BLOCK_TOKENS,
+    trace=_shared_prefix_trace(90.0, 1.65 * ENGINE_RPS, PREFIX_BLOCKS, PREFIX_BLOCK_TOKENS, cal.OSL),
+)
+PREFIX_NEW_TOKENS = PREFIX_BLOCK_TOKENS  # what each request makes a warm prefill engine compute
 
 # A short idle period inside sustained demand (seed 003: the floor "keeps capacity that was predicted for near-future
 # demand from being removed because of short idle periods"): 1.7 requests/s, no request at all for DIP_S from DIP_AT.

@@ -20,6 +20,15 @@ From the workers the harness runs. Two cases:
   SLA x sensitivity agree). Every 30 s window averages at least 1.13 requests/s, so the floor is 2
   of each throughout the dip; with the load loop alone, idle engines go down to one. Judged from
   2 W + one added worker + 3 L (t=73 s) to the end (t=100 s).
+- ``prefix-reuse``: seed 003's KV hit rate, "input features for capacity estimation", with last-
+  value semantics. ``PROFILED``'s 1.98 requests/s for 90 s, but each prompt is 8 blocks of 64
+  tokens of which 7 are a shared system prompt: once a prefill engine has seen it, a request
+  brings it 64 new tokens (the engines' prefix-cache counters give the hit rate, 7/8 when warm).
+  With ``PROFILE`` the floor is ceil(1.98 x 64 / 192) = 1 prefill and 3 decode workers (decode
+  holds every prompt's whole KV). From t=60 s, fewer than ceil(1.98 x 512 / 192) = 6 prefill
+  workers must serve: what a planner that sizes prefill for whole prompts holds even with no
+  headroom (the reference planner, so broken, climbs one step at a time to 10, the budget's share
+  beside decode's 6: 6 serving at t=27.5 s; the reference itself holds 1-2).
 """
 
 from __future__ import annotations
@@ -52,7 +61,9 @@ CASES = {
     # case: (scenario, profile, throughput interval W (None: the default), load interval L (None: the default), floor)
     "steady": (planner_scenarios.PROFILED, PROFILE, None, None, 3),  # ceil(1.98 x 256 / 192), ceil(1.98 x 32 / 24)
     "short-dip": (planner_scenarios.SHORT_DIP, DIP_PROFILE, planner_scenarios.DIP_WINDOW_S, 1.0, 2),  # ceil(1.13 / 1.0)
+    "prefix-reuse": (planner_scenarios.PREFIX_REUSE, PROFILE, None, None, 3),  # decode ceil(1.98 x 32 / 24); prefill 1
 }
+BLIND_FROM_S = 60.0  # prefix-reuse: a cache-blind floor of 6 prefill workers is reached one step at a time (t=27.5 s measured)
 
 
 async def check(ctx: TestContext) -> None:
@@ -69,7 +80,11 @@ async def check(ctx: TestContext) -> None:
 
     run = await planner_checks.run(ctx, scenario, tweak=tweak)
     settled = 2 * run.planner.throughput_interval_s + run.step_allowance(floor - 1)
-    planner_assertions.workers_must_hold_the_profile_floor(run, profile, settled)
+    if scenario is not planner_scenarios.PREFIX_REUSE:
+        planner_assertions.workers_must_hold_the_profile_floor(run, profile, settled)
+        return
+    planner_assertions.workers_must_hold_the_profile_floor(run, profile, settled, prefill_tokens=planner_scenarios.PREFIX_NEW_TOKENS)
+    planner_assertions.prefill_must_stay_below_the_cache_blind_floor(run, profile, BLIND_FROM_S)
 
 
 TEST = ConformanceTest(
@@ -90,6 +105,8 @@ TEST = ConformanceTest(
         "Interpolation: 'Prefill interpolator: Maps (throughput_per_gpu, ISL) -> TTFT'. The floor the suite demands is "
         "ceil(offered requests/s x tokens per request / (profiled tokens/s per GPU at the SLA x GPUs)). Short idle periods "
         "(Architecture): 'When both loops are enabled, throughput-based scaling sets the replica lower bound ... This keeps "
-        "capacity that was predicted for near-future demand from being removed because of short idle periods.'",
+        "capacity that was predicted for near-future demand from being removed because of short idle periods.' KV hit "
+        "rate (Step 1, Step 3): 'KV hit rate and speculative decode accept length use last-value semantics ... Cold start "
+        "falls back to no KV hit-rate discount'; 'Runtime metadata such as KV hit rate ... are applied as input features'.",
     ),
 )
