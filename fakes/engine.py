@@ -13,6 +13,9 @@ handler reads) in the waiting queue. One scheduler loop per engine repeats an *i
 3. ``_complete`` advances every scheduled sequence, registers newly full blocks (KV ``stored``
    events), and emits a token for each sequence whose context is fully computed. A prefill-role
    engine instead pins the sequence's blocks under a ``KvHandle`` for a decode engine to pull.
+   With ``spec_accept_length`` > 1 (speculative decoding) a decode step also emits the draft
+   tokens it accepted: floor or ceil of the accept length in all, drawn per request so the mean is
+   the configured value, priced as one step; ``vllm:spec_decode_*`` counters record the drafts.
 4. A forward-pass-metrics record is published per iteration (and an idle heartbeat).
 
 Request admission (model card checksum, runtime protocol, role) happens before a ``Seq`` is made,
@@ -26,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import math
 import random
 import time
 import uuid
@@ -45,6 +49,7 @@ from protocol.layout import KvLayout
 ROLES = ("agg", "prefill", "decode")
 INSTANT_ITERATIONS_PER_TURN = 4  # time scale 0: iterations run back to back before yielding
 BLOCKED_RECHECK_SECONDS = 0.05  # real seconds between retries when nothing fits
+MAX_ACCEPT_LENGTH = 8.0  # speculative decoding: at most 7 draft tokens per step
 
 
 @dataclass
@@ -66,6 +71,7 @@ class EngineConfig:
     engine_version: str = "1"
     protocol_version: str = engine_api.RUNTIME_PROTOCOL_VERSION
     kv_bytes_per_token: int = 131072  # 32 layers x 2 x 8 kv heads x 128 dims x 2 bytes
+    spec_accept_length: float = 1.0  # speculative decoding: tokens one decode step emits on average (1 = none)
     eos_rate: float = 1 / 64  # chance a sampled token is EOS once min_tokens is reached
     handle_ttl_seconds: float = 60.0  # real seconds a prefilled KV waits for its pull
     heartbeat_seconds: float = 1.0  # real seconds between idle forward-pass records
@@ -82,6 +88,8 @@ class EngineConfig:
         for name in ("block_size", "num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens", "context_length"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
+        if not 1.0 <= self.spec_accept_length <= MAX_ACCEPT_LENGTH:
+            raise ValueError(f"spec_accept_length is tokens per decode step, in [1, {MAX_ACCEPT_LENGTH:g}]; got {self.spec_accept_length}")
 
 
 class EngineError(Exception):
@@ -562,9 +570,32 @@ class Engine:
             if seq.prefill_only:
                 self._finish_prefill(seq, now)
             else:
+                decoding = n == 1 and seq.generated > 0
                 self._emit(seq, self._sample(seq), now)
+                if decoding and self.config.spec_accept_length > 1.0:
+                    self._speculate(seq, now)
         if any(s.stream.done for s in self.running):
             self.running = [s for s in self.running if not s.stream.done]
+
+    def _speculate(self, seq: Seq, now: float) -> None:
+        """Speculative decoding: the step verified a draft and emits its accepted tokens too, so a step yields
+        ``spec_accept_length`` tokens on average (floor or ceil of it, drawn from the request's own generator)."""
+        accept = self.config.spec_accept_length
+        proposed = math.ceil(accept) - 1
+        extra = math.floor(accept) - 1 + (1 if seq.rng.random() < accept - math.floor(accept) else 0)
+        self.metrics.spec_drafts.inc()
+        self.metrics.spec_draft_tokens.inc(proposed)
+        bs = self.config.block_size
+        accepted = 0
+        for _ in range(extra):
+            if seq.stream.done or not self._grow(seq, seq.num_computed + 1):
+                break
+            seq.num_computed += 1
+            while (seq.registered + 1) * bs <= seq.num_computed:
+                self._register_block(seq, bs)
+            self._emit(seq, self._sample(seq), now)
+            accepted += 1
+        self.metrics.spec_accepted.inc(accepted)
 
     def _register_block(self, seq: Seq, bs: int) -> None:
         start = seq.registered * bs

@@ -42,6 +42,9 @@ class EngineMetrics:
         self.prompt_tokens = counter("vllm:prompt_tokens", "Prefilled prompt tokens").labels(model)
         self.generation_tokens = counter("vllm:generation_tokens", "Generated tokens").labels(model)
         self.preemptions = counter("vllm:num_preemptions", "Preempted sequences").labels(model)
+        self.spec_drafts = counter("vllm:spec_decode_num_drafts", "Speculative drafts verified").labels(model)
+        self.spec_draft_tokens = counter("vllm:spec_decode_num_draft_tokens", "Draft tokens proposed").labels(model)
+        self.spec_accepted = counter("vllm:spec_decode_num_accepted_tokens", "Draft tokens accepted").labels(model)
         self._success = Counter("vllm:request_success", "Finished requests", [*labels, "finished_reason"], registry=r)
         self._model = model
         self.ttft = histogram("vllm:time_to_first_token_seconds", "Time to first token", _LATENCY_BUCKETS).labels(model)

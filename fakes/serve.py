@@ -67,6 +67,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine-version", default="1", help="KV layout / engine version")
     p.add_argument("--protocol-version", default="1", help="runtime protocol version spoken with frontends")
     p.add_argument("--kv-bytes-per-token", type=int, default=131072)
+    p.add_argument(
+        "--spec-accept-length", type=float, default=1.0,
+        help="speculative decoding: tokens a decode step emits on average (1 = none; vllm:spec_decode_* count them)",
+    )
     p.add_argument("--namespace", default=os.environ.get("DYN_NAMESPACE", "dynamo"), help="dynamo namespace")
     p.add_argument("--timing", default="polynomial", help="polynomial | constant:PREFILL_MS:DECODE_MS | table:PATH")
     p.add_argument("--qos", type=Path, help="QoS table (JSON/YAML) for pricing KV transfers")
@@ -123,6 +127,7 @@ def config_from_args(args: argparse.Namespace, index: int = 0) -> EngineConfig:
         engine_version=args.engine_version,
         protocol_version=args.protocol_version,
         kv_bytes_per_token=args.kv_bytes_per_token,
+        spec_accept_length=args.spec_accept_length,
         timing=timing.from_spec(args.timing),
         network=network.FakeNetwork(qos=qos) if qos else network.FakeNetwork(),
         topology=topo,

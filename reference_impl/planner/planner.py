@@ -5,7 +5,9 @@ time). Every ``throughput_every``-th tick is also a throughput tick: the decode 
 give the window's request rate, mean ISL/OSL and KV hit rate, the predictor forecasts the next
 window, and the perf model's per-engine capacity turns the forecast into a floor of replicas. The
 KV hit rate keeps its last valid value (seed 003) and discounts the prompt tokens a request makes
-an engine prefill, in the prefill capacity and the TTFT estimates alike (``prefill_tokens``). Every tick
+an engine prefill, in the prefill capacity and the TTFT estimates alike (``prefill_tokens``); the
+accept length of speculative decoding, kept the same way, divides a token's ITL (a step yields that
+many tokens) in the decode capacity and the ITL estimates. Every tick
 summarises each engine's forward-pass metrics of the interval into estimated TTFT/ITL; the load
 rule proposes +/-1 per component; ``reconcile`` applies the floor, the step limit,
 ``min_endpoint`` and the GPU budget; the connector issues the decision.
@@ -130,6 +132,7 @@ class Planner:
         self.floor: Targets | None = None
         self.isl, self.osl = float(config.isl), float(config.osl)
         self.kv_hit_rate = 0.0  # seed 003: last-value semantics; cold start "no KV hit-rate discount"
+        self.accept_length = 1.0  # seed 003: last-value semantics; cold start "accept length 1.0"
         self.ticks = 0
         self.started = time.monotonic()
         self._last_tick = self.started
@@ -267,13 +270,16 @@ class Planner:
         seconds = cfg.simulated_seconds(now - (self._last_traffic or now))
         self._last_traffic = now
         prefilling = {w.engine_id for w in workers if w.role != "decode"}
-        sample = await self.traffic.sample([(w.engine_id, w.url) for w in workers], seconds, prefilling)
+        decoding = {w.engine_id for w in workers if w.role != "prefill"}
+        sample = await self.traffic.sample([(w.engine_id, w.url) for w in workers], seconds, prefilling, decoding)
         if first:
             return None, None
         if sample.requests > 0:
             self.isl, self.osl = sample.isl, sample.osl
         if sample.kv_hit_rate is not None:
             self.kv_hit_rate = sample.kv_hit_rate
+        if sample.accept_length is not None:
+            self.accept_length = sample.accept_length
         # NB: the rate over the last two windows: arrivals are completions plus the growth of the requests inside the
         # engines, an instantaneous gauge that moved one window's rate by up to +/-20% under a steady load; the floor's
         # dead band (10% up) then raised and dropped a worker on noise alone (PlannerScalingNoFlapping, 1 of 5 runs).
@@ -310,15 +316,19 @@ class Planner:
             cap_p = throughput_scaling.prefill_capacity_rps(
                 PrefillView(self.aggregated, 0.0), self.prefill_tokens, ttft, cfg.max_num_batched_tokens
             )
-            cap_d = throughput_scaling.decode_capacity_rps(DecodeView(self.aggregated, 0.0, 0.0), self.isl, self.osl, itl)
+            cap_d = throughput_scaling.decode_capacity_rps(
+                DecodeView(self.aggregated, 0.0, 0.0), self.isl, self.osl, itl, self.accept_length
+            )
             return Capacity(0.0, cfg.target_utilisation / (1 / max(cap_p, 1e-9) + 1 / max(cap_d, 1e-9)))
         if cfg.perf_profile is not None:
             profile = cfg.perf_profile
             cap_p = throughput_scaling.profiled_capacity_rps(profile, "prefill", ttft, self.prefill_tokens, cfg.prefill_engine_num_gpu)
-            cap_d = throughput_scaling.profiled_capacity_rps(profile, "decode", itl, self.osl, cfg.decode_engine_num_gpu)
+            cap_d = throughput_scaling.profiled_capacity_rps(
+                profile, "decode", itl, self.osl / self.accept_length, cfg.decode_engine_num_gpu
+            )
         elif self.perf.prefill_ready() and self.perf.decode_ready():
             cap_p = throughput_scaling.prefill_capacity_rps(self.perf, self.prefill_tokens, ttft, cfg.max_num_batched_tokens)
-            cap_d = throughput_scaling.decode_capacity_rps(self.perf, self.isl, self.osl, itl)
+            cap_d = throughput_scaling.decode_capacity_rps(self.perf, self.isl, self.osl, itl, self.accept_length)
         else:
             return None
         return Capacity(cfg.target_utilisation * cap_p, cfg.target_utilisation * cap_d)
@@ -330,7 +340,7 @@ class Planner:
             load, self.perf, self.prefill_tokens, chunk, spread), self.perf.prefill_ready())
         context = self.isl + self.osl / 2
         itls, itls_after = self._estimates(decode, since, window_ms, lambda load, spread: estimate.itl_ms(
-            load, self.perf, context, spread), self.perf.decode_ready())
+            load, self.perf, context, spread) / self.accept_length, self.perf.decode_ready())
         return ttfts, ttfts_after, itls, itls_after
 
     def _aggregated_latencies(self, workers: list[Worker], since: float, window_ms: float) -> Latencies:
@@ -345,7 +355,7 @@ class Planner:
 
         def itl(load: estimate.EngineLoad, spread: float) -> float:
             view = DecodeView(model, min(1.0, load.prefill_share * spread), min(float(chunk), load.prefill_tokens * spread))
-            return estimate.itl_ms(load, view, self.isl + self.osl / 2, spread)
+            return estimate.itl_ms(load, view, self.isl + self.osl / 2, spread) / self.accept_length
 
         ttfts, ttfts_after = self._estimates(workers, since, window_ms, ttft, model.ready())
         itls, itls_after = self._estimates(workers, since, window_ms, itl, model.ready(), record=False)

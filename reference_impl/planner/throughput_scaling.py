@@ -46,14 +46,17 @@ def prefill_capacity_rps(perf: PrefillCost, isl: float, ttft_ms: float, chunk: i
     return best
 
 
-def decode_capacity_rps(perf: DecodeCost, isl: float, osl: float, itl_ms: float) -> float:
+def decode_capacity_rps(perf: DecodeCost, isl: float, osl: float, itl_ms: float, accept_length: float = 1.0) -> float:
+    """With speculative decoding a step yields ``accept_length`` tokens: a token's ITL is step / accept length, and a
+    request needs osl / accept length steps."""
     osl = max(1.0, osl)
     context = isl + osl / 2
+    step_budget = itl_ms * accept_length
     n = 1
-    while n < MAX_DECODE_CONCURRENCY and perf.decode_ms((n + 1) * context) <= itl_ms:
+    while n < MAX_DECODE_CONCURRENCY and perf.decode_ms((n + 1) * context) <= step_budget:
         n += 1
     step = max(perf.decode_ms(n * context), 1e-6)
-    return n * 1000.0 / (osl * step)
+    return n * 1000.0 * accept_length / (osl * step)
 
 
 def profiled_capacity_rps(profile: PerfProfile, component: str, sla_ms: float, tokens_per_request: float, gpus: int) -> float:

@@ -14,7 +14,9 @@ Dynamo reads the frontend's Prometheus instead; the engines' counters are the sa
 KV hit rate (seed 003, Step 1): the share of prompt tokens the prefilling engines (prefill or
 aggregated) found in their prefix cache over the window, from ``vllm:prefix_cache_hits`` over
 ``vllm:prefix_cache_queries``; None when no prompt was looked up (the planner then keeps its last
-valid value: "last-value semantics").
+valid value: "last-value semantics"). Speculative decoding's accept length likewise, from the
+decoding engines (decode or aggregated): 1 + ``vllm:spec_decode_num_accepted_tokens`` over
+``vllm:spec_decode_num_drafts`` (tokens per verified draft); None in a window without drafts.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ GENERATION_SUM = "vllm:request_generation_tokens_sum"
 IN_SYSTEM = ("vllm:num_requests_waiting", "vllm:num_requests_running")
 PREFIX_QUERIES = "vllm:prefix_cache_queries_total"
 PREFIX_HITS = "vllm:prefix_cache_hits_total"
+SPEC_DRAFTS = "vllm:spec_decode_num_drafts_total"
+SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class TrafficSample:
     osl: float
     seconds: float  # simulated seconds the window covered
     kv_hit_rate: float | None = None  # prompt tokens found in the prefix cache / looked up; None: none looked up
+    accept_length: float | None = None  # tokens per speculative draft verified; None: no draft verified
 
     @property
     def rps(self) -> float:
@@ -56,8 +61,9 @@ def merged(earlier: TrafficSample, later: TrafficSample) -> TrafficSample:
         return (a * earlier.requests + b * later.requests) / requests if requests else 0.0
 
     hit_rate = later.kv_hit_rate if later.kv_hit_rate is not None else earlier.kv_hit_rate
+    accept = later.accept_length if later.accept_length is not None else earlier.accept_length
     return TrafficSample(
-        requests, mean(earlier.isl, later.isl), mean(earlier.osl, later.osl), earlier.seconds + later.seconds, hit_rate
+        requests, mean(earlier.isl, later.isl), mean(earlier.osl, later.osl), earlier.seconds + later.seconds, hit_rate, accept
     )
 
 
@@ -77,6 +83,8 @@ class _Counters:
     in_system: float = 0.0
     prefix_queries: float = 0.0
     prefix_hits: float = 0.0
+    spec_drafts: float = 0.0
+    spec_accepted: float = 0.0
 
 
 class TrafficMeter:
@@ -84,10 +92,13 @@ class TrafficMeter:
         self.session = session
         self._last: dict[str, _Counters] = {}
 
-    async def sample(self, engines: Sequence[tuple[str, str]], seconds: float, prefilling: Collection[str] = ()) -> TrafficSample:
+    async def sample(
+        self, engines: Sequence[tuple[str, str]], seconds: float, prefilling: Collection[str] = (), decoding: Collection[str] = ()
+    ) -> TrafficSample:
         """Scrape ``(engine_id, url)`` engines (all roles); arrivals since the last call over ``seconds`` simulated seconds.
-        The KV hit rate counts the ``prefilling`` engines only (a decode engine receives its KV and looks nothing up)."""
-        done = prompt = generated = backlog = queries = hits = 0.0
+        The KV hit rate counts the ``prefilling`` engines only (a decode engine receives its KV and looks nothing up), the
+        accept length the ``decoding`` ones."""
+        done = prompt = generated = backlog = queries = hits = drafts = accepted = 0.0
         seen: dict[str, _Counters] = {}
         for engine_id, url in engines:
             now = await self._scrape(url)
@@ -103,10 +114,16 @@ class TrafficMeter:
                 if engine_id in prefilling:
                     queries += max(0.0, now.prefix_queries - before.prefix_queries)
                     hits += max(0.0, now.prefix_hits - before.prefix_hits)
+                if engine_id in decoding:
+                    drafts += max(0.0, now.spec_drafts - before.spec_drafts)
+                    accepted += max(0.0, now.spec_accepted - before.spec_accepted)
         self._last = seen
         arrivals = max(0.0, done + backlog)
         hit_rate = min(1.0, hits / queries) if queries > 0 else None
-        return TrafficSample(arrivals, prompt / done if done else 0.0, generated / done if done else 0.0, seconds, hit_rate)
+        accept = 1.0 + accepted / drafts if drafts > 0 else None
+        return TrafficSample(
+            arrivals, prompt / done if done else 0.0, generated / done if done else 0.0, seconds, hit_rate, accept
+        )
 
     async def _scrape(self, url: str) -> _Counters | None:
         try:
@@ -115,7 +132,9 @@ class TrafficMeter:
         except (aiohttp.ClientError, TimeoutError) as exc:
             log.debug("cannot scrape %s: %r", url, exc)
             return None
-        values = dict.fromkeys((SUCCESS, PROMPT_SUM, GENERATION_SUM, PREFIX_QUERIES, PREFIX_HITS, *IN_SYSTEM), 0.0)
+        values = dict.fromkeys(
+            (SUCCESS, PROMPT_SUM, GENERATION_SUM, PREFIX_QUERIES, PREFIX_HITS, SPEC_DRAFTS, SPEC_ACCEPTED, *IN_SYSTEM), 0.0
+        )
         for family in text_string_to_metric_families(text):
             for s in family.samples:
                 if s.name in values:
@@ -127,4 +146,6 @@ class TrafficMeter:
             sum(values[k] for k in IN_SYSTEM),
             values[PREFIX_QUERIES],
             values[PREFIX_HITS],
+            values[SPEC_DRAFTS],
+            values[SPEC_ACCEPTED],
         )

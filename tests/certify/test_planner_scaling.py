@@ -60,6 +60,7 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
         ("tests.nonconforming.planner:AggregatedDownOnEither", "PlannerScalingAggregatedLoadRules[agg-ttft-bound]", "core"),
         ("tests.nonconforming.planner:AggregatedNeverScalesDown", "PlannerScalingScalesDownAfterLoadFalls[agg-load-only]", "core"),
         ("tests.nonconforming.planner:IgnoresKvHitRate", "PlannerScalingFloorFromPerfModel[prefix-reuse]", "core"),
+        ("tests.nonconforming.planner:IgnoresAcceptLength", "PlannerScalingFloorFromPerfModel[speculative]", "core"),
     ],
     ids=[
         "steps-of-two",
@@ -86,6 +87,7 @@ def profile_of(report: dict[str, Any]) -> dict[str, Any]:
         "aggregated-down-on-either",
         "aggregated-never-scales-down",
         "ignores-kv-hit-rate",
+        "ignores-accept-length",
     ],
 )
 def test_a_planner_breaking_a_rule_is_failed_by_the_test_for_that_rule(adapter: str, caught_by: str, section: str, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ aggregated mode).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from fixtures.reference.adapter import ReferenceImplementation
 from reference_impl.planner import load_scaling
@@ -148,14 +148,21 @@ def _aggregated_never_down(planner: Planner) -> None:
     planner.decide_aggregated = decide
 
 
-def _blind_to_the_prefix_cache(planner: Planner) -> None:
-    measure = planner.traffic.sample
+def _never_reads(metadata: str) -> Callable[[Planner], None]:
+    """A planner hook that hides one field of runtime metadata from every traffic sample."""
 
-    async def sample(engines: Sequence[tuple[str, str]], seconds: float, prefilling: Collection[str] = ()) -> TrafficSample:
-        # Broken: the KV hit rate is never read, so prefill is sized for whole prompts, cached or not.
-        return dataclasses.replace(await measure(engines, seconds, prefilling), kv_hit_rate=None)
+    def hook(planner: Planner) -> None:
+        measure = planner.traffic.sample
 
-    planner.traffic.sample = sample  # type: ignore[method-assign]
+        async def sample(
+            engines: Sequence[tuple[str, str]], seconds: float, prefilling: Collection[str] = (), decoding: Collection[str] = ()
+        ) -> TrafficSample:
+            # Broken: the metadata is never read, so capacity is sized as if it were at its cold-start value.
+            return dataclasses.replace(await measure(engines, seconds, prefilling, decoding), **{metadata: None})
+
+        planner.traffic.sample = sample  # type: ignore[method-assign]
+
+    return hook
 
 
 def _down_when_busy(planner: Planner) -> None:
@@ -300,4 +307,10 @@ def AggregatedNeverScalesDown() -> ReferenceImplementation:
 
 def IgnoresKvHitRate() -> ReferenceImplementation:
     """Never reads the KV hit rate: sizes prefill for whole prompts. Caught by PlannerScalingFloorFromPerfModel[prefix-reuse]."""
-    return ReferenceImplementation(planner_hook=_blind_to_the_prefix_cache)
+    return ReferenceImplementation(planner_hook=_never_reads("kv_hit_rate"))
+
+
+def IgnoresAcceptLength() -> ReferenceImplementation:
+    """Never reads speculative decoding's accept length: sizes decode for one token a step.
+    Caught by PlannerScalingFloorFromPerfModel[speculative]."""
+    return ReferenceImplementation(planner_hook=_never_reads("accept_length"))

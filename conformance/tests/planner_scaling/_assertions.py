@@ -184,7 +184,7 @@ def workers_must_not_over_provision(run: ScenarioRun, component: str, start: flo
 
 
 def workers_must_hold_the_profile_floor(
-    run: ScenarioRun, profile: PerfProfile, start: float, prefill_tokens: float | None = None
+    run: ScenarioRun, profile: PerfProfile, start: float, prefill_tokens: float | None = None, decode_steps: float | None = None
 ) -> None:
     """From ``start`` on, each component serves with at least ceil(offered load / the profile's capacity at the SLA)
     workers: the least throughput floor a planner given ``profile`` may write (seed 003, Step 4). The offered load at
@@ -192,10 +192,14 @@ def workers_must_hold_the_profile_floor(
     for it to take effect): a floor predicted from a window is not removed by an idle period shorter than the window
     ("keeps capacity that was predicted for near-future demand from being removed because of short idle periods"),
     and under steady load it is the steady rate. ``prefill_tokens``: the tokens a request makes a prefill engine
-    compute when the scenario's prompts hit the prefix cache (default: the whole ISL)."""
+    compute when the scenario's prompts hit the prefix cache (default: the whole ISL); ``decode_steps``: the decode
+    steps a request takes when speculative decoding emits several tokens a step (default: the OSL)."""
     step = run.load_interval / 4
     spec = run.planner
-    per_request = {"prefill": run.scenario.isl if prefill_tokens is None else prefill_tokens, "decode": run.scenario.osl}
+    per_request = {
+        "prefill": run.scenario.isl if prefill_tokens is None else prefill_tokens,
+        "decode": run.scenario.osl if decode_steps is None else decode_steps,
+    }
     sla = {"prefill": spec.ttft_ms, "decode": spec.itl_ms}
     gpus = {"prefill": spec.prefill_engine_num_gpu, "decode": spec.decode_engine_num_gpu}
     rates = _window_rates(run)
@@ -216,25 +220,28 @@ def workers_must_hold_the_profile_floor(
             )
 
 
-def prefill_must_stay_below_the_cache_blind_floor(run: ScenarioRun, profile: PerfProfile, start: float) -> None:
-    """From ``start`` on, fewer prefill workers serve than a planner would hold that sizes prefill for whole prompts:
-    ceil(offered requests/s x ISL / the profile's prefill tokens/s at the TTFT SLA), with no headroom at all. The
-    scenario's prompts are mostly prefix-cache hits, so the floor of a planner that applies the KV hit rate is far
-    lower (seed 003: KV hit rate is an input feature of capacity estimation)."""
+def workers_must_stay_below_the_blind_floor(run: ScenarioRun, profile: PerfProfile, component: str, start: float, why: str) -> None:
+    """From ``start`` on, fewer ``component`` workers serve than a planner would hold that ignores the runtime
+    metadata ``why`` names: ceil(offered requests/s x whole tokens per request (ISL for prefill, OSL for decode) / the
+    profile's tokens/s at the SLA), with no headroom at all. The scenario makes that metadata cut the work by several
+    times (prefix-cache hits, or speculative decoding's accept length), so the floor of a planner that applies it is
+    far lower (seed 003: KV hit rate and accept length are "applied as input features" of capacity estimation)."""
     step = run.load_interval / 4
     spec = run.planner
-    capacity = profile.capacity_per_gpu("prefill", spec.ttft_ms) * spec.prefill_engine_num_gpu
-    ready = run.ready("prefill")
+    sla, gpus = (spec.ttft_ms, spec.prefill_engine_num_gpu) if component == "prefill" else (spec.itl_ms, spec.decode_engine_num_gpu)
+    tokens = run.scenario.isl if component == "prefill" else run.scenario.osl
+    capacity = profile.capacity_per_gpu(component, sla) * gpus
+    ready = run.ready(component)
     for i in range(int((run.end_s - start) / step) + 1):
         t = start + i * step
         rps = run.scenario.engines_at(t) * run.scenario.engine_rps
-        blind = math.ceil(rps * run.scenario.isl / capacity - 1e-9)
+        blind = math.ceil(rps * tokens / capacity - 1e-9)
         n = value_at(ready, t)
         assert n < blind, (
-            f"prefill: {n} serving workers at t={t:.1f} s under {rps:.2f} requests/s of {run.scenario.isl}-token prompts that "
-            f"are mostly prefix-cache hits; sized for whole prompts, the profile's {capacity:.0f} tokens/s per engine asks "
-            f"for ceil({rps:.2f} x {run.scenario.isl} / {capacity:.0f}) = {blind}, so holding {n} ignores the KV hit rate; "
-            f"serving prefill workers (t, count) were {[(round(a, 1), k) for a, k in ready]}"
+            f"{component}: {n} serving workers at t={t:.1f} s under {rps:.2f} requests/s ({why}); sized for {tokens} whole "
+            f"tokens per request, the profile's {capacity:.0f} tokens/s per engine asks for ceil({rps:.2f} x {tokens} / "
+            f"{capacity:.0f}) = {blind}, so holding {n} ignores it; serving {component} workers (t, count) were "
+            f"{[(round(a, 1), k) for a, k in ready]}"
         )
 
 

@@ -46,6 +46,7 @@ class Scenario:
     miss_rps: tuple[float, float] = (cal.PREFILL_MISS_RPS, cal.DECODE_MISS_RPS)  # per prefill, decode engine: measured to miss the SLA
     mode: str = DISAGG  # AGG: the workers are one aggregated set, the decode component (seed 003 "--mode agg")
     sla_ms: tuple[float, float] = (cal.TTFT_MS, cal.ITL_MS)  # the planner's TTFT and ITL targets for this scenario
+    spec_accept_length: float = 1.0  # tokens a decoding engine emits per step (speculative decoding; 1 = none)
 
     @property
     def components(self) -> tuple[str, ...]:
@@ -97,18 +98,28 @@ def planner_spec(t: Timeouts, **changes: object) -> PlannerSpec:
     return replace(spec, **changes)  # type: ignore[arg-type]
 
 
-def worker(role: str, startup_s: float = 0.0) -> WorkerSpec:
+def worker(role: str, startup_s: float = 0.0, accept_length: float = 1.0) -> WorkerSpec:
+    """A scenario engine; ``accept_length`` > 1 makes a decoding one (decode or aggregated) speculate."""
     return WorkerSpec(
-        role=role, domains=cal.DOMAINS, startup_seconds=startup_s, max_num_batched_tokens=cal.MAX_NUM_BATCHED_TOKENS
+        role=role,
+        domains=cal.DOMAINS,
+        startup_seconds=startup_s,
+        max_num_batched_tokens=cal.MAX_NUM_BATCHED_TOKENS,
+        spec_accept_length=accept_length if role != "prefill" else 1.0,
     )
 
 
-def deployment_spec(t: Timeouts, planner: PlannerSpec, prefill: int = 1, decode: int = 1) -> DeploymentSpec:
+def deployment_spec(
+    t: Timeouts, planner: PlannerSpec, prefill: int = 1, decode: int = 1, accept_length: float = 1.0
+) -> DeploymentSpec:
     """``prefill`` + ``decode`` workers; in aggregated mode ``decode`` aggregated workers and no prefill."""
     if planner.mode == AGG:
-        workers: tuple[WorkerSpec, ...] = tuple(worker(AGG_ROLE) for _ in range(decode))
+        workers: tuple[WorkerSpec, ...] = tuple(worker(AGG_ROLE, accept_length=accept_length) for _ in range(decode))
     else:
-        workers = (*(worker("prefill") for _ in range(prefill)), *(worker("decode") for _ in range(decode)))
+        workers = (
+            *(worker("prefill") for _ in range(prefill)),
+            *(worker("decode", accept_length=accept_length) for _ in range(decode)),
+        )
     return DeploymentSpec(model=cal.MODEL, workers=workers, time_scale=t.planner_time_scale, timing=cal.TIMING, planner=planner)
 
 
@@ -253,14 +264,16 @@ async def run(
     )
     if tweak is not None:
         spec = tweak(spec)
-    deployment = await ctx.deploy(deployment_spec(t, spec, prefill, decode))
+    deployment = await ctx.deploy(deployment_spec(t, spec, prefill, decode, scenario.spec_accept_length))
     if not isinstance(deployment, PlannedDeployment) or getattr(deployment, "decisions", None) is None:
         raise AssertionError(
             f"{ctx.name}: the deployment has no 'decisions' store; a planner on the Virtual connector must expose its "
             "DecisionStore (protocol.planner_decisions) as Deployment.decisions"
         )
     arrivals = scenario.arrivals(t.planner_time_scale)
-    templates = {c: worker(scenario.role_of(c), t.planner_engine_startup_s) for c in scenario.components}
+    templates = {
+        c: worker(scenario.role_of(c), t.planner_engine_startup_s, scenario.spec_accept_length) for c in scenario.components
+    }
     gpus = {"prefill": spec.prefill_engine_num_gpu, "decode": spec.decode_engine_num_gpu}
     harness = ScalingHarness(
         deployment, templates, gpus, t0=time.monotonic(), ack_delay_s=ack_delay_s / t.planner_time_scale, acknowledge=acknowledge

@@ -109,6 +109,11 @@ PREFIX_REUSE = Scenario(
 )
 PREFIX_NEW_TOKENS = PREFIX_BLOCK_TOKENS  # what each request makes a warm prefill engine compute
 
+# Seed 003's accept length: the decode engines speculate (4 tokens per step on average), 1.0 requests/s of ISL 256 / OSL
+# 128 for 90 s: a request takes ~32 decode steps, not 128. At 3 tokens a step the reference held 4-5 decode workers, one
+# under the bound of 6; at 4 its floor is ceil(128 / (4 x 11.5)) = 3.
+SPECULATIVE = Scenario("speculative", Constant(90.0), peak_engines=1.0 / ENGINE_RPS, osl=128, spec_accept_length=4.0)
+
 # A short idle period inside sustained demand (seed 003: the floor "keeps capacity that was predicted for near-future
 # demand from being removed because of short idle periods"): 1.7 requests/s, no request at all for DIP_S from DIP_AT.
 # Judged with a throughput window of DIP_WINDOW_S, three times the dip: any such window still averages >= 1.13 req/s.

@@ -29,6 +29,13 @@ From the workers the harness runs. Two cases:
   workers must serve: what a planner that sizes prefill for whole prompts holds even with no
   headroom (the reference planner, so broken, climbs one step at a time to 10, the budget's share
   beside decode's 6: 6 serving at t=27.5 s; the reference itself holds 1-2).
+- ``speculative``: the accept length of speculative decoding, the same seed sentences. 1.0
+  requests/s of ISL 256 / OSL 128 for 90 s; the decode engines speculate, emitting 4 tokens per
+  step on average (``WorkerSpec.spec_accept_length``; ``vllm:spec_decode_*`` count the drafts), so
+  a request takes ~32 decode steps. Floors: ceil(1.0 x 256 / 192) = 2 prefill and
+  ceil(1.0 x 128 / 4 / 24) = 2 decode; from t=60 s fewer than ceil(1.0 x 128 / 24) = 6 decode
+  workers, what a planner that takes a token for a step holds with no headroom (the reference
+  planner, so broken, holds 12: the budget's share beside prefill's 4).
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ CASES = {
     "steady": (planner_scenarios.PROFILED, PROFILE, None, None, 3),  # ceil(1.98 x 256 / 192), ceil(1.98 x 32 / 24)
     "short-dip": (planner_scenarios.SHORT_DIP, DIP_PROFILE, planner_scenarios.DIP_WINDOW_S, 1.0, 2),  # ceil(1.13 / 1.0)
     "prefix-reuse": (planner_scenarios.PREFIX_REUSE, PROFILE, None, None, 3),  # decode ceil(1.98 x 32 / 24); prefill 1
+    "speculative": (planner_scenarios.SPECULATIVE, PROFILE, None, None, 2),  # ceil(1.0 x 256 / 192), ceil(1.0 x 128 / 4 / 24)
 }
 BLIND_FROM_S = 60.0  # prefix-reuse: a cache-blind floor of 6 prefill workers is reached one step at a time (t=27.5 s measured)
 
@@ -80,11 +88,17 @@ async def check(ctx: TestContext) -> None:
 
     run = await planner_checks.run(ctx, scenario, tweak=tweak)
     settled = 2 * run.planner.throughput_interval_s + run.step_allowance(floor - 1)
-    if scenario is not planner_scenarios.PREFIX_REUSE:
+    if scenario is planner_scenarios.PREFIX_REUSE:
+        planner_assertions.workers_must_hold_the_profile_floor(run, profile, settled, prefill_tokens=planner_scenarios.PREFIX_NEW_TOKENS)
+        why = "7/8 of every prompt is a prefix-cache hit"
+        planner_assertions.workers_must_stay_below_the_blind_floor(run, profile, "prefill", BLIND_FROM_S, why)
+    elif scenario is planner_scenarios.SPECULATIVE:
+        steps = scenario.osl / scenario.spec_accept_length
+        planner_assertions.workers_must_hold_the_profile_floor(run, profile, settled, decode_steps=steps)
+        why = f"speculative decoding emits {scenario.spec_accept_length:g} tokens per decode step"
+        planner_assertions.workers_must_stay_below_the_blind_floor(run, profile, "decode", BLIND_FROM_S, why)
+    else:
         planner_assertions.workers_must_hold_the_profile_floor(run, profile, settled)
-        return
-    planner_assertions.workers_must_hold_the_profile_floor(run, profile, settled, prefill_tokens=planner_scenarios.PREFIX_NEW_TOKENS)
-    planner_assertions.prefill_must_stay_below_the_cache_blind_floor(run, profile, BLIND_FROM_S)
 
 
 TEST = ConformanceTest(
@@ -106,7 +120,8 @@ TEST = ConformanceTest(
         "ceil(offered requests/s x tokens per request / (profiled tokens/s per GPU at the SLA x GPUs)). Short idle periods "
         "(Architecture): 'When both loops are enabled, throughput-based scaling sets the replica lower bound ... This keeps "
         "capacity that was predicted for near-future demand from being removed because of short idle periods.' KV hit "
-        "rate (Step 1, Step 3): 'KV hit rate and speculative decode accept length use last-value semantics ... Cold start "
-        "falls back to no KV hit-rate discount'; 'Runtime metadata such as KV hit rate ... are applied as input features'.",
+        "rate and accept length (Step 2, Step 3): 'KV hit rate and speculative decode accept length use last-value "
+        "semantics ... Cold start falls back to no KV hit-rate discount and accept length 1.0'; 'Runtime metadata such as KV "
+        "hit rate and speculative accept length are applied as input features'.",
     ),
 )

@@ -111,3 +111,12 @@ def test_the_floor_plans_for_a_rise_at_once_and_a_fall_over_two_windows() -> Non
     before, rising, falling = (traffic.TrafficSample(n, 200, 30, 6.0) for n in (8, 18, 6))
     assert traffic.planned_rps(traffic.merged(before, rising).rps, rising) == pytest.approx(3.0)  # not the 2.17 of both
     assert traffic.planned_rps(traffic.merged(rising, falling).rps, falling) == pytest.approx(2.0)  # not the 1.0 of the last
+
+
+def test_speculation_multiplies_decode_capacity_by_the_accept_length_at_the_same_step_budget() -> None:
+    perf = RegressionPerfModel(min_observations=2)
+    for kv, ms in ((1000, 16 + 0.056 * 1000), (8000, 16 + 0.056 * 8000)):
+        perf.observe_decode(kv, ms)
+    one = throughput_scaling.decode_capacity_rps(perf, 256, 128, 100.0)
+    three = throughput_scaling.decode_capacity_rps(perf, 256, 128, 100.0, accept_length=3.0)
+    assert three > 3 * one  # each step yields 3 tokens, and a token's ITL allows a 3x longer step: more in flight too
