@@ -60,28 +60,30 @@ async def engines() -> AsyncIterator[tuple[dict[str, Engine], dict[str, str]]]:
         await runner.cleanup()
 
 
-async def test_the_hit_rate_counts_the_prefilling_engines_only(engines: tuple[dict[str, Engine], dict[str, str]]) -> None:
+@pytest.mark.parametrize(
+    ("field", "roles", "counters", "expected"),
+    [
+        # a decode engine that did count lookups must not dilute the hit rate
+        ("kv_hit_rate", {"prefilling": {"prefill"}}, {"prefill": {"queries": 1024, "hits": 896}, "decode": {"queries": 1024}}, 0.875),
+        ("accept_length", {"decoding": {"decode"}}, {"decode": {"drafts": 100, "accepted": 150}, "prefill": {"drafts": 100}}, 2.5),
+    ],
+)
+async def test_each_figure_counts_only_the_engines_that_make_it(
+    engines: tuple[dict[str, Engine], dict[str, str]],
+    field: str,
+    roles: dict[str, set[str]],
+    counters: dict[str, dict[str, int]],
+    expected: float,
+) -> None:
     found, urls = engines
-    pairs = [(name, url) for name, url in urls.items()]
+    pairs = list(urls.items())
     async with aiohttp.ClientSession() as session:
         meter = traffic.TrafficMeter(session)
-        await meter.sample(pairs, 6.0, prefilling={"prefill"})
-        found["prefill"].counters.update(queries=1024, hits=896)
-        found["decode"].counters.update(queries=1024, hits=0)  # a decode engine that did count lookups must not dilute it
-        assert (await meter.sample(pairs, 6.0, prefilling={"prefill"})).kv_hit_rate == pytest.approx(0.875)
-        assert (await meter.sample(pairs, 6.0, prefilling={"prefill"})).kv_hit_rate is None  # no lookup in the window
-
-
-async def test_the_accept_length_counts_the_decoding_engines_only(engines: tuple[dict[str, Engine], dict[str, str]]) -> None:
-    found, urls = engines
-    pairs = [(name, url) for name, url in urls.items()]
-    async with aiohttp.ClientSession() as session:
-        meter = traffic.TrafficMeter(session)
-        await meter.sample(pairs, 6.0, decoding={"decode"})
-        found["decode"].counters.update(drafts=100, accepted=150)
-        found["prefill"].counters.update(drafts=100, accepted=0)
-        assert (await meter.sample(pairs, 6.0, decoding={"decode"})).accept_length == pytest.approx(2.5)
-        assert (await meter.sample(pairs, 6.0, decoding={"decode"})).accept_length is None
+        await meter.sample(pairs, 6.0, **roles)
+        for name, values in counters.items():
+            found[name].counters.update(values)
+        assert getattr(await meter.sample(pairs, 6.0, **roles), field) == pytest.approx(expected)
+        assert getattr(await meter.sample(pairs, 6.0, **roles), field) is None  # nothing looked up or drafted in the window
 
 
 def test_a_merged_window_keeps_the_newest_valid_hit_rate() -> None:
@@ -113,5 +115,6 @@ async def test_the_planner_keeps_the_last_valid_values_and_applies_them() -> Non
             await planner._throughput(workers, now)
         assert planner.prefill_tokens == pytest.approx(64)
         await planner._throughput(workers, 12.0)  # a window without lookups or drafts keeps the last valid values
-        assert (planner.kv_hit_rate, planner.accept_length) == (pytest.approx(0.875), pytest.approx(3.0))
+        assert planner.kv_hit_rate == pytest.approx(0.875)
+        assert planner.accept_length == pytest.approx(3.0)
     assert seen == [({"p"}, {"d"})] * 3
