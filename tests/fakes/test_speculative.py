@@ -4,6 +4,7 @@ fall by the accept length (the seed 003 planner reads it as runtime metadata).""
 from __future__ import annotations
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from fakes.engine import Engine, EngineConfig
 from fakes.host import EngineHost
@@ -20,12 +21,8 @@ async def decoded(host: EngineHost, accept: float) -> tuple[Engine, list[int]]:
 
 
 def counted(engine: Engine) -> tuple[float, float]:
-    text = engine.metrics.exposition().decode()
-    values = {name: 0.0 for name in ("vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_accepted_tokens_total")}
-    for line in text.splitlines():
-        name = line.split("{")[0]
-        if name in values:
-            values[name] = float(line.rsplit(" ", 1)[1])
+    """(drafts, accepted tokens) as the engine's Prometheus exposition states them."""
+    values = {s.name: s.value for f in text_string_to_metric_families(engine.metrics.exposition().decode()) for s in f.samples}
     return values["vllm:spec_decode_num_drafts_total"], values["vllm:spec_decode_num_accepted_tokens_total"]
 
 
