@@ -56,6 +56,7 @@ ROLLOUT_RUNTIME_ISOLATION: Final = "RolloutRuntimeIsolation"
 ROLLOUT_FRONTEND: Final = "RolloutFrontend"
 ROLLOUT_PAUSE_RESUME: Final = "RolloutPauseResume"
 ROLLOUT_ROLLBACK: Final = "RolloutRollback"
+ROLLOUT_TRAFFIC_SPLIT: Final = "RolloutTrafficSplit"
 
 
 @dataclass(frozen=True)
@@ -186,5 +187,9 @@ for _feature in (
     Feature(ROLLOUT_FRONTEND, "A frontend-only change moves traffic to the new frontend as it becomes ready and drains the old one."),
     Feature(ROLLOUT_PAUSE_RESUME, "paused: true holds every count mid-rollout; unpausing completes it."),
     Feature(ROLLOUT_ROLLBACK, "Reverting the spec mid-rollout rolls back by the same mechanism, without a failed request."),
+    Feature(
+        ROLLOUT_TRAFFIC_SPLIT,
+        "Phase by phase of a rollout, the new version's share of requests follows new_ready / (old_ready + new_ready).",
+    ),
 ):
     register(_feature)

@@ -139,6 +139,7 @@ ROLLOUT_ISOLATION = Profile(
             features.ROLLOUT_FRONTEND,
             features.ROLLOUT_PAUSE_RESUME,
             features.ROLLOUT_ROLLBACK,
+            features.ROLLOUT_TRAFFIC_SPLIT,
         }
     ),
     extended=frozenset(),

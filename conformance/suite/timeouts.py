@@ -210,12 +210,12 @@ class Timeouts:
         bound=2.0,
     )
     rollout_share_tolerance: float = _setting(
-        0.15,
+        0.05,
         "fraction",
-        "How far the new version's share of the requests served during the rollout may stray from the ready ratio (allowing "
-        "weight_follow_s), seed 001 4.3.3. Conformant bound: at most 0.15.",
+        "How far the new version's share of the requests of one ratio phase of a rollout may stray from the ready ratio (allowing "
+        "weight_follow_s), beyond three binomial standard errors, seed 001 4.3. Conformant bound: at most 0.1.",
         concern="rollout",
-        bound=0.15,
+        bound=0.1,
     )
     rollout_starve_s: float = _setting(
         5.0,

@@ -27,6 +27,9 @@ def bound_node(bound: str, nodes: Sequence[str]) -> str:
     return bound
 
 
+SPLITS = ("ready", "even", "switch")
+
+
 @dataclass(frozen=True)
 class Behaviour:
     task_key: Callable[[str, int], str] = seed_task_key
@@ -62,6 +65,16 @@ class Behaviour:
     """Old workers go only while ready capacity stays >= target - maxUnavailable; False removes them at will (broken)."""
     new_frontend_first: bool = True
     """Old frontends drain only once the spec's frontends are all ready; False drains them at once (broken)."""
+    split: str = "ready"
+    """Seed 001 4.3: the proxy's weights split traffic by ready workers (``ready``); ``even`` splits it evenly between
+    every set that can serve (the seed's plain Service), ``switch`` sends it all to the spec's set once it can serve (broken)."""
+    weight_lag_workers: int = 0
+    """The spec's set is weighted as if each of its components had this many fewer ready workers: a split lagging the
+    ready ratio by that many steps (broken)."""
+
+    def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise ValueError(f"Behaviour.split {self.split!r} must be one of {SPLITS}")
 
 
 REFERENCE = Behaviour()

@@ -157,7 +157,8 @@ def plan(
         if v.set_key != target_set and not _still_needed(v, old_workers, target_frontends_ready or not behaviour.new_frontend_first):
             out.drain.append(v.name)
     going = set(out.delete)
-    out.weights = _weights(frontends, [w for w in workers if w.name not in going], set(out.drain), set(worker_targets))
+    serving_workers = [w for w in workers if w.name not in going]
+    out.weights = _weights(frontends, serving_workers, set(out.drain), set(worker_targets), target_set, behaviour)
     out.status = _status(dgd, target, out, old_workers, new_workers, frontends, target_frontends_ready, isolate)
     return out
 
@@ -234,7 +235,14 @@ def _still_needed(v: PodView, old_workers: Sequence[PodView], target_ready: bool
     return any(w.revisions.workers == v.revisions.workers for w in old_workers)
 
 
-def _weights(frontends: Sequence[PodView], workers: Sequence[PodView], draining: set[str], components: set[str]) -> dict[str, int]:
+def _weights(
+    frontends: Sequence[PodView],
+    workers: Sequence[PodView],
+    draining: set[str],
+    components: set[str],
+    target: SetKey,
+    behaviour: Behaviour = REFERENCE,
+) -> dict[str, int]:
     """Seed 001 4.3.3: each frontend set gets the share of ready workers behind it; its ready pods split it evenly.
 
     Workers this step deletes are not counted (the caller applies weights before deleting), and a
@@ -249,8 +257,9 @@ def _weights(frontends: Sequence[PodView], workers: Sequence[PodView], draining:
     if len({key[0] for key in sets}) == 1:
         ready = {key: sum(1 for v in serving if v.set_key == key) for key in sets}
     else:
-        ready = {key: _serving_workers(workers, key[0], components) for key in sets}
-    shares = _shares(ready)
+        lag = behaviour.weight_lag_workers
+        ready = {key: _serving_workers(workers, key[0], components, lag if key == target else 0) for key in sets}
+    shares = _shares(_broken_split(ready, target, behaviour.split))
     out: dict[str, int] = {}
     for key in sets:
         mine = [v for v in serving if v.set_key == key]
@@ -259,9 +268,20 @@ def _weights(frontends: Sequence[PodView], workers: Sequence[PodView], draining:
     return out
 
 
-def _serving_workers(workers: Sequence[PodView], revision: str, components: set[str]) -> int:
+def _serving_workers(workers: Sequence[PodView], revision: str, components: set[str], lag: int = 0) -> int:
+    """Ready workers of one revision, counted ``lag`` short per component; none unless every component has one."""
     mine = [w for w in workers if w.ready and w.revisions.workers == revision]
-    return len(mine) if {w.component for w in mine} >= components else 0
+    counted = {c: max(0, sum(1 for w in mine if w.component == c) - lag) for c in components}
+    return sum(counted.values()) if all(counted.values()) else 0
+
+
+def _broken_split(ready: Mapping[SetKey, int], target: SetKey, split: str) -> dict[SetKey, int]:
+    """The reference splits by ``ready``; the broken variants in tests/nonconforming split otherwise."""
+    if split == "even":
+        return {key: int(n > 0) for key, n in ready.items()}
+    if split == "switch" and ready.get(target):
+        return {key: int(key == target) for key in ready}
+    return dict(ready)
 
 
 def _shares(ready: Mapping[SetKey, int]) -> dict[SetKey, int]:

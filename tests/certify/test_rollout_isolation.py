@@ -3,7 +3,9 @@
 Runs as a vendor would, in a subprocess joining this session's embedded cluster by name. The
 broken operator (tests/nonconforming/rollout.py: one dynamo namespace for every revision) is
 certified on the three tests of seed 001's failure modes; each must fail, and its failure must
-name its mode.
+name its mode. Each other broken rollout (a rule dropped from the reference) is certified on the
+test of its rule alone: the pause, maxUnavailable, the frontend's order, and three wrong traffic
+splits (even, an instant switch, two steps late) on RolloutTrafficSplit.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from tests.certify.run import profile_of
 
 pytestmark = pytest.mark.cluster
 PROFILE = "ROLLOUT-ISOLATION"
+SPLIT_OFF = "traffic split off the ready ratio"
 MODES = {"RolloutBlockSize": scenarios.MDC, "RolloutTensorParallel": scenarios.KV_LAYOUT, "RolloutRuntimeVersion": scenarios.RUNTIME_API}
 
 
@@ -38,7 +41,7 @@ def test_the_reference_is_certified_on_rollout_isolation(cluster: Cluster, tmp_p
     assert code == 0, output[-4000:]
     core = profile_of(report, PROFILE)["core"]
     assert core["result"] == "success", core
-    assert core["statistics"]["passed"] == 6 and core["statistics"]["skipped"] == 0, core
+    assert core["statistics"]["passed"] == 7 and core["statistics"]["skipped"] == 0, core
 
 
 @pytest.mark.slow
@@ -67,8 +70,11 @@ def test_the_in_place_rollout_is_failed_on_every_mode_naming_it(cluster: Cluster
         ("tests.nonconforming.rollout:IgnoresPause", "RolloutPauseResume", scenarios.PAUSE, "paused, yet"),
         ("tests.nonconforming.rollout:ScalesDownFirst", "RolloutRollback", scenarios.ROLLBACK, "maxUnavailable 0 exceeded"),
         ("tests.nonconforming.rollout:OldFrontendFirst", "RolloutFrontendImage", scenarios.FRONTEND, "requests failed"),
+        ("tests.nonconforming.rollout:EvenSplit", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF),
+        ("tests.nonconforming.rollout:SwitchAtOnce", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF),
+        ("tests.nonconforming.rollout:LaggingSplit", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF),
     ],
-    ids=["ignores-pause", "scales-down-first", "old-frontend-first"],
+    ids=["ignores-pause", "scales-down-first", "old-frontend-first", "even-split", "switch-at-once", "lagging-split"],
 )
 def test_a_broken_rollout_is_failed_by_the_test_of_its_rule(
     cluster: Cluster, tmp_path: Path, adapter: str, test: str, mode: str, rule_named: str

@@ -8,6 +8,11 @@
   ignored), so ready capacity dips below the target.
 * ``OldFrontendFirst``: a frontend-only change drains the old frontend at once, before the new one
   is ready, so for a moment no frontend takes requests.
+* ``EvenSplit``: the proxy splits traffic evenly between the old and new frontend sets whenever
+  both can serve, as the plain Service seed 001 4.3 warns of does.
+* ``SwitchAtOnce``: all traffic goes to the new set as soon as it can serve (an instant switch).
+* ``LaggingSplit``: the new set is weighted as if it had two fewer ready workers per component than
+  it has, so the split trails the ready ratio by two steps.
 
 Everything else — the steps, the proxy's weights, the drains — is the reference's.
 ``tests/certify/test_rollout_isolation.py`` certifies each on the tests that must catch it.
@@ -22,6 +27,9 @@ IN_PLACE = Behaviour(isolate_rollouts=False)
 IGNORES_PAUSE = Behaviour(honour_pause=False)
 SCALES_DOWN_FIRST = Behaviour(honour_max_unavailable=False)
 OLD_FRONTEND_FIRST = Behaviour(new_frontend_first=False)
+EVEN_SPLIT = Behaviour(split="even")
+SWITCH_AT_ONCE = Behaviour(split="switch")
+LAGGING_SPLIT = Behaviour(weight_lag_workers=2)
 
 
 def InPlace() -> ReferenceImplementation:
@@ -38,3 +46,15 @@ def ScalesDownFirst() -> ReferenceImplementation:
 
 def OldFrontendFirst() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:OLD_FRONTEND_FIRST")
+
+
+def EvenSplit() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:EVEN_SPLIT")
+
+
+def SwitchAtOnce() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:SWITCH_AT_ONCE")
+
+
+def LaggingSplit() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:LAGGING_SPLIT")

@@ -2,7 +2,7 @@
 
 Data flow of one scenario (``run``)::
 
-    create the suite's DGD (1 frontend, 2 prefill, 2 decode fake engines) -> its address answers
+    create the scenario's DGD (1 frontend; 2 prefill + 2 decode, or 4 aggregated, fake engines) -> its address answers
     PodHistory (every pod version, timed) + StreamingTraffic (every request's outcome) start
     the scenario's change is patched into the spec (``mid_way`` then acts: pause, revert, kill)
     wait until only the final version's pods run, all Ready; traffic stops; ground truth is read
@@ -28,7 +28,7 @@ import aiohttp
 from conformance.suite import phases
 from conformance.suite.test_case import TestContext
 from conformance.suite.timeouts import Timeouts
-from conformance.tests.rollout_isolation._scenarios import BLOCK_SIZE, CONCURRENCY, MODEL, TARGETS, Scenario, base_dgd, ctype
+from conformance.tests.rollout_isolation._scenarios import CONCURRENCY, MODEL, Scenario, ctype
 from conformance.tests.rollout_isolation._traffic import StreamingTraffic
 from conformance.tests.rollout_isolation._verdict import Evidence, Timeline, serving
 from conformance.utils import kube as kc
@@ -68,13 +68,13 @@ async def address(env: ClusterEnvironment, name: str, timeout_s: float) -> str:
 async def versions_running(env: ClusterEnvironment, scenario: Scenario, new: bool) -> bool:
     """Only pods of one version of the changed kinds, every target Ready."""
     pods = [p for p in await kc.pods(env) if ctype(p) and not p["metadata"].get("deletionTimestamp")]
-    wanted = {**TARGETS, "frontend": 1}
+    wanted = {**scenario.targets, "frontend": 1}
     counts = Counter(ctype(p) for p in pods if serving(p) and scenario.version(p) in (None, new))
     others = [p for p in pods if scenario.version(p) not in (None, new)]
     return not others and sum(1 for p in pods if ctype(p) == "frontend") == 1 and all(counts.get(k, 0) >= n for k, n in wanted.items())
 
 
-async def deploy(env: ClusterEnvironment, timeouts: Timeouts, dgd: dict[str, Any]) -> str:
+async def deploy(env: ClusterEnvironment, timeouts: Timeouts, scenario: Scenario, dgd: dict[str, Any]) -> str:
     """Create the DGD and return its address once its pods are Ready and a completion sent there is served.
 
     A DGD that never gets there fails the case in setup (``DeploymentNotReady``): the rollout was never tried.
@@ -82,7 +82,7 @@ async def deploy(env: ClusterEnvironment, timeouts: Timeouts, dgd: dict[str, Any
     await kc.create(env, kc.DGD, dgd)
     try:
         url = await address(env, dgd["metadata"]["name"], timeouts.pods_ready_s)  # NB: the proxy pod must run first
-        await kc.wait_for(lambda: versions_running(env, BLOCK_SIZE, new=False), timeouts.pods_ready_s, "the DGD's 5 pods Ready")
+        await kc.wait_for(lambda: versions_running(env, scenario, new=False), timeouts.pods_ready_s, "the DGD's pods Ready")
         await until_served(url, timeouts.pods_ready_s)
     except AssertionError as exc:
         raise phases.DeploymentNotReady(f"the DGD {dgd['metadata']['name']} never became ready to serve: {exc}") from exc
@@ -133,8 +133,8 @@ async def run_in(
 ) -> Evidence:
     """``run`` outside the runner: the suite's own reliability tests drive an operator they kill and restart;
     ``servecert bench rollout`` adds locust's ``rollout`` profile beside the suite's traffic (``on_traffic(url)``)."""
-    dgd = base_dgd()
-    url = await deploy(env, timeouts, dgd)
+    dgd = scenario.dgd()
+    url = await deploy(env, timeouts, scenario, dgd)
     history = kc.PodHistory(env).start()
     wall_offset = time.time() - time.monotonic()
     load = await StreamingTraffic(url, MODEL, concurrency=CONCURRENCY, request_timeout_s=timeouts.request_s).start()

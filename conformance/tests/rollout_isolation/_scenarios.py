@@ -10,7 +10,8 @@ implementation's labels or status. ``conformance.tests.rollout_isolation._verdic
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from protocol import kube_names as kn
@@ -18,7 +19,13 @@ from protocol import kube_names as kn
 MODEL = "servecert-model"
 DGD_NAME = "rollme"
 PREFILL, DECODE = 2, 2
-TARGETS = {"prefill": PREFILL, "decode": DECODE}
+TARGETS: Mapping[str, int] = MappingProxyType({"prefill": PREFILL, "decode": DECODE})
+"""Worker replicas by role (the engine's ``--role``): the suite's disaggregated DGD."""
+AGGREGATED = 4
+AGG_TARGETS: Mapping[str, int] = MappingProxyType({"agg": AGGREGATED})
+"""Seed 001's own example (4.3.1: NS A 4 workers, then 3:1 -> weights 75/25): one aggregated worker set of four."""
+SPLIT_STARTUP_S = 6.0
+"""Model-load time of the split scenario's engines: each ready ratio holds ~7 s, ~150 requests, enough to judge it."""
 ENGINE_TIMING = "constant:40:30"
 """Each request streams for ~0.5 s, so streams are in flight through every step."""
 CONCURRENCY = 12
@@ -32,10 +39,20 @@ RUNTIME_API = "seed 001 3.3 (runtime API)"
 FRONTEND = "frontend rollout"
 PAUSE = "pause and resume"
 ROLLBACK = "rollback"
+SPLIT = "seed 001 4.3 (traffic split)"
+
+_COMPONENT = {"prefill": ("prefill", "prefill"), "decode": ("decode", "decode"), "agg": ("worker", "worker")}
+"""Engine role -> (component name, DGD component type)."""
 
 
-def base_dgd(name: str = DGD_NAME) -> dict[str, Any]:
+def base_dgd(name: str = DGD_NAME, targets: Mapping[str, int] = TARGETS, engine_args: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The suite's DGD: one frontend and a worker set per role of ``targets`` (2 prefill + 2 decode by default)."""
     engine = ["--model", MODEL, "--timing", ENGINE_TIMING, "--block-size", "16", "--tensor-parallel-size", "1", "--protocol-version", "1"]
+    workers = [
+        {"name": _COMPONENT[role][0], "type": _COMPONENT[role][1], "replicas": n, "image": "servecert/fake-engine:1.6.1",
+         "args": [*engine, *engine_args, "--role", role]}
+        for role, n in targets.items()
+    ]  # fmt: skip
     return {
         "apiVersion": f"{kn.DGD_GROUP}/{kn.DGD_VERSION}",
         "kind": kn.DGD_KIND,
@@ -44,13 +61,10 @@ def base_dgd(name: str = DGD_NAME) -> dict[str, Any]:
             "rolloutStrategy": {"maxSurge": 1, "maxUnavailable": 0},
             "components": [
                 {"name": "frontend", "type": "frontend", "replicas": 1, "image": "servecert/frontend:1.6.1", "args": [], "env": []},
-                {"name": "prefill", "type": "prefill", "replicas": PREFILL, "image": "servecert/fake-engine:1.6.1",
-                 "args": [*engine, "--role", "prefill"]},
-                {"name": "decode", "type": "decode", "replicas": DECODE, "image": "servecert/fake-engine:1.6.1",
-                 "args": [*engine, "--role", "decode"]},
+                *workers,
             ],
         },
-    }  # fmt: skip
+    }
 
 
 def set_arg(dgd: dict[str, Any], flag: str, value: str) -> None:
@@ -88,6 +102,13 @@ class Scenario:
     """Whether a worker pod runs the changed version (its container spec); None: workers do not change."""
     new_frontend: Callable[[Mapping[str, Any]], bool] | None = None
     """The same for frontend pods; None: their spec does not change (their version is the workers they talk to)."""
+    targets: Mapping[str, int] = field(default_factory=lambda: TARGETS)
+    """Worker replicas by engine role in the DGD this scenario rolls."""
+    engine_args: tuple[str, ...] = ()
+    """Extra arguments of every engine of that DGD (e.g. a model-load time)."""
+
+    def dgd(self) -> dict[str, Any]:
+        return base_dgd(targets=self.targets, engine_args=self.engine_args)
 
     @property
     def workers_change(self) -> bool:
@@ -135,3 +156,10 @@ BLOCK_SIZE = Scenario(MDC, block_size_change, lambda p: arg(p, "--block-size") =
 TENSOR_PARALLEL = Scenario(KV_LAYOUT, tensor_parallel_change, lambda p: arg(p, "--tensor-parallel-size") == "2")
 RUNTIME = Scenario(RUNTIME_API, runtime_change, _new_tag, _new_tag)
 FRONTEND_IMAGE = Scenario(FRONTEND, frontend_change, None, _new_tag)
+AGGREGATED_SPLIT = Scenario(
+    SPLIT,
+    block_size_change,
+    BLOCK_SIZE.new_worker,
+    targets=AGG_TARGETS,
+    engine_args=("--startup-seconds", f"{SPLIT_STARTUP_S:g}"),
+)

@@ -12,8 +12,9 @@ them prefixed with the scenario's seed 001 mode, so a failure names the mode. Th
   shows it: the new card is discarded and its workers get nothing);
 * no KV transfer between different layouts (3.2);
 * no protocol mismatch, no frontend talking to workers of both versions or of the other version (3.3);
-* the share of requests served by the new version within ``share_tolerance`` of the ready
-  ratio, allowing the weights ``follow_s`` to follow (seed 001 4.3.3);
+* phase by phase, the share of requests served by the new version follows the ready ratio
+  ``new_ready / (old_ready + new_ready)``, allowing the weights ``follow_s`` to follow, within
+  ``share_tolerance`` plus sampling error (seed 001 4.3);
 * per worker component, ready workers never below target - maxUnavailable, and on each side the
   prefill:decode ratio within one worker (seed 001 4.1.2);
 * at the end, no pod of the abandoned version, one frontend, no WorkerMetadata of a gone pod.
@@ -24,6 +25,7 @@ Pure functions of the evidence, so each rule is shown to fail on evidence that b
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.suite.timeouts import Timeouts
-from conformance.tests.rollout_isolation._scenarios import PAUSE, TARGETS, Scenario, ctype
+from conformance.tests.rollout_isolation._scenarios import PAUSE, Scenario, ctype
 from conformance.tests.rollout_isolation._traffic import Sent
 from conformance.utils.kube import pod_ready
 from fakes import groundtruth
@@ -93,11 +95,19 @@ def side_counts(state: Mapping[str, kube_objects.Pod], scenario: Scenario, only_
 
 
 def new_share(state: Mapping[str, kube_objects.Pod], scenario: Scenario) -> float | None:
-    """The ready ratio the new version's traffic share must follow (workers; frontends when only they change)."""
-    counts = side_counts(state, scenario, only_ready=True)
-    kinds = ("frontend",) if not scenario.workers_change else ("prefill", "decode")
-    new = sum(counts.get((True, k), 0) for k in kinds)
-    old = sum(counts.get((False, k), 0) for k in kinds)
+    """Seed 001 4.3's ``new_ready / (old_ready + new_ready)`` at one moment (None: nothing ready).
+
+    Workers count when the scenario changes workers, frontends when only they change. A version
+    counts its ready workers only while it has a ready worker of every role: a new prefill whose
+    decode is still loading serves no request, so it is no capacity to send traffic to.
+    """
+    if not scenario.workers_change:
+        counts = side_counts(state, scenario, only_ready=True)
+        new, old = counts.get((True, "frontend"), 0), counts.get((False, "frontend"), 0)
+    else:
+        able = [state[name] for name in _could_serve(state, scenario)]
+        new = sum(1 for pod in able if scenario.is_new(pod))
+        old = len(able) - new
     return new / (new + old) if new + old else None
 
 
@@ -235,11 +245,11 @@ def _starved_workers(ev: Evidence) -> list[str]:
 
 def _could_serve(state: Mapping[str, kube_objects.Pod], scenario: Scenario) -> list[str]:
     """Serving workers whose version has a serving worker of every worker component at this moment."""
-    workers = {name: pod for name, pod in state.items() if ctype(pod) in TARGETS and serving(pod)}
+    workers = {name: pod for name, pod in state.items() if ctype(pod) in scenario.targets and serving(pod)}
     kinds: dict[bool | None, set[str]] = defaultdict(set)
     for pod in workers.values():
         kinds[scenario.version(pod)].add(str(ctype(pod)))
-    return [name for name, pod in workers.items() if kinds[scenario.version(pod)] >= set(TARGETS)]
+    return [name for name, pod in workers.items() if kinds[scenario.version(pod)] >= set(scenario.targets)]
 
 
 def _layout_mismatches(ev: Evidence) -> list[str]:
@@ -290,43 +300,125 @@ def _cross_version(ev: Evidence) -> list[str]:
     return out
 
 
-def _share(ev: Evidence) -> list[str]:
-    """Observed share of the new version against the ready ratio over each request's last ``follow_s``."""
+@dataclass(frozen=True)
+class SplitPhase:
+    """Consecutive requests for which the ready ratio (over each one's last ``follow_s``) allowed the same range."""
+
+    lo: float
+    hi: float
+    start: float
+    end: float
+    new: int = 0
+    served: int = 0
+
+    @property
+    def share(self) -> float:
+        return self.new / self.served if self.served else 0.0
+
+    def allowance(self, tolerance: float) -> float:
+        """``tolerance`` plus ``SPLIT_SIGMAS`` binomial standard errors at the nearer end of the range."""
+        p = self.lo if self.share < self.lo else self.hi
+        return tolerance + SPLIT_SIGMAS * math.sqrt(p * (1 - p) / self.served)
+
+    def strays(self, tolerance: float) -> bool:
+        return not self.lo - self.allowance(tolerance) <= self.share <= self.hi + self.allowance(tolerance)
+
+
+SPLIT_SIGMAS = 3.0
+"""Standard errors of a weighted random choice allowed beyond the tolerance: a conforming proxy may pick at random."""
+SPLIT_MIN_REQUESTS = 20
+"""A phase is judged alone with this many requests; the shorter ones are judged together."""
+
+
+def split_phases(ev: Evidence) -> list[SplitPhase]:
+    """The rollout's served requests (decode or aggregated records, by arrival), grouped by the ratio range they allow."""
     pods = ev.timeline.every_pod()
-    follow_s = ev.follow_s
-    observed: list[bool] = []
-    low: list[float] = []
-    high: list[float] = []
-    for pod, r in ev.records:
-        if r.get("role") not in ("decode", "agg") or r.get("outcome") != groundtruth.OK or pod not in pods:
-            continue
-        arrival = float(r.get("arrival") or 0.0)
-        if not ev.changed_at <= arrival <= ev.finished_at:
+    ratios = _ratio_series(ev)
+    phases: list[SplitPhase] = []
+    for arrival, pod, r in sorted((float(r.get("arrival") or 0.0), pod, r) for pod, r in ev.records if _judged(ev, pod, r, pods)):
+        allowed = _ratio_range(ratios, arrival - ev.follow_s, arrival)
+        if allowed is None:
             continue
         who = r.get("frontend") if not ev.scenario.workers_change else pod
-        if who not in pods:
-            continue
-        ratios = [s for s in (new_share(ev.timeline.at(arrival - d), ev.scenario) for d in (0.0, follow_s / 2, follow_s)) if s is not None]
-        if not ratios:
-            continue
-        observed.append(ev.scenario.is_new(pods[who]))
-        low.append(min(ratios))
-        high.append(max(ratios))
-    if len(observed) < 20:
-        return [f"only {len(observed)} requests were served during the rollout; too few to judge the traffic split"]
-    share = sum(observed) / len(observed)
-    lo, hi = sum(low) / len(low), sum(high) / len(high)
-    if lo - ev.share_tolerance <= share <= hi + ev.share_tolerance:
+        new = int(ev.scenario.is_new(pods[str(who)]))
+        last = phases[-1] if phases else None
+        if last is not None and (last.lo, last.hi) == allowed:
+            phases[-1] = dataclasses.replace(last, end=arrival, new=last.new + new, served=last.served + 1)
+        else:
+            phases.append(SplitPhase(*allowed, start=arrival, end=arrival, new=new, served=1))
+    return phases
+
+
+def _judged(ev: Evidence, pod: str, r: Mapping[str, Any], pods: Mapping[str, kube_objects.Pod]) -> bool:
+    if r.get("role") not in ("decode", "agg") or r.get("outcome") != groundtruth.OK or pod not in pods:
+        return False
+    who = r.get("frontend") if not ev.scenario.workers_change else pod
+    return who in pods and ev.changed_at <= float(r.get("arrival") or 0.0) <= ev.finished_at
+
+
+def _ratio_series(ev: Evidence) -> list[tuple[float, float | None]]:
+    series: list[tuple[float, float | None]] = []
+    for t, state in ev.timeline.moments:
+        ratio = new_share(state, ev.scenario)
+        if not series or series[-1][1] != ratio:
+            series.append((t, ratio))
+    return series
+
+
+def _ratio_range(series: Sequence[tuple[float, float | None]], start: float, end: float) -> tuple[float, float] | None:
+    """Least and greatest ratio in force at any moment of [start, end], rounded to 1/1000."""
+    seen = [ratio for i, (t, ratio) in enumerate(series) if t <= end and (i + 1 == len(series) or series[i + 1][0] > start)]
+    known = [round(r, 3) for r in seen if r is not None]
+    return (min(known), max(known)) if known else None
+
+
+def _share(ev: Evidence) -> list[str]:
+    """Seed 001 4.3, phase by phase: the new version's share of requests follows the ready ratio.
+
+    Each request may be served in the share of any ratio in force during its last ``follow_s``
+    (the weights follow readiness). Requests allowing the same range form a phase; a phase of at
+    least ``SPLIT_MIN_REQUESTS`` strays when its share is outside the range by more than
+    ``share_tolerance`` plus ``SPLIT_SIGMAS`` standard errors; the shorter phases are judged as one.
+    Judged by phase, not on average: a
+    fixed 50/50 split averages out over 0.25 and 0.75 phases, and so does a lagging one.
+    """
+    phases = split_phases(ev)
+    served = sum(p.served for p in phases)
+    if served < SPLIT_MIN_REQUESTS:
+        return [f"only {served} requests were served during the rollout; too few to judge the traffic split"]
+    judged = [p for p in phases if p.served >= SPLIT_MIN_REQUESTS]
+    rest = [p for p in phases if p.served < SPLIT_MIN_REQUESTS]
+    if sum(p.served for p in rest) >= SPLIT_MIN_REQUESTS:
+        judged.append(_as_one(rest))
+    strayed = [p for p in judged if p.strays(ev.share_tolerance)]
+    if not strayed:
         return []
-    return [
-        f"the new version served {share:.2f} of {len(observed)} requests during the rollout; the ready ratio (allowing "
-        f"{follow_s:g}s for weights to follow) called for {lo:.2f}..{hi:.2f} (tolerance {ev.share_tolerance:g})"
-    ]
+    detail = "; ".join(
+        f"{p.start - ev.changed_at:+.1f}s..{p.end - ev.changed_at:+.1f}s: the new version served {p.share:.2f} of {p.served} "
+        f"requests where the ready ratio called for {p.lo:.2f}..{p.hi:.2f} (allowance {p.allowance(ev.share_tolerance):.2f})"
+        for p in strayed[:3]
+    )
+    head = f"traffic split off the ready ratio in {len(strayed)} of {len(judged)} phases (weights may follow {ev.follow_s:g}s late)"
+    return [f"{head}: {detail}"]
+
+
+def _as_one(phases: Sequence[SplitPhase]) -> SplitPhase:
+    """Phases as one, its range the request-weighted mean of theirs (phases too short to judge alone)."""
+    served = sum(p.served for p in phases)
+    return SplitPhase(
+        lo=sum(p.lo * p.served for p in phases) / served,
+        hi=sum(p.hi * p.served for p in phases) / served,
+        start=phases[0].start,
+        end=phases[-1].end,
+        new=sum(p.new for p in phases),
+        served=served,
+    )
 
 
 def _availability_and_ratio(ev: Evidence) -> list[str]:
     out: list[str] = []
-    floor = {k: n - ev.max_unavailable for k, n in TARGETS.items()}
+    targets = ev.scenario.targets
+    floor = {k: n - ev.max_unavailable for k, n in targets.items()}
     for t, state in ev.timeline.moments:
         if not ev.changed_at <= t <= ev.finished_at:
             continue
@@ -335,15 +427,16 @@ def _availability_and_ratio(ev: Evidence) -> list[str]:
             have = sum(n for (_, k), n in ready.items() if k == kind)
             if have < least and not out:
                 when = t - ev.changed_at
-                out.append(f"maxUnavailable {ev.max_unavailable} exceeded: {when:.1f}s in, {have} {kind} ready of {TARGETS[kind]}")
+                out.append(f"maxUnavailable {ev.max_unavailable} exceeded: {when:.1f}s in, {have} {kind} ready of {targets[kind]}")
         existing = side_counts(state, ev.scenario, only_ready=False)
         for new in (True, False):
-            counts = {k: existing.get((new, k), 0) for k in TARGETS}
-            least_share = min(counts[k] / n for k, n in TARGETS.items())
-            ahead = [k for k, n in TARGETS.items() if counts[k] > math.floor(least_share * n + 1e-9) + 1]
+            counts = {k: existing.get((new, k), 0) for k in targets}
+            least_share = min(counts[k] / n for k, n in targets.items())
+            ahead = [k for k, n in targets.items() if counts[k] > math.floor(least_share * n + 1e-9) + 1]
             if ahead and len(out) < 2 and not any("ratio" in o for o in out):
                 side = "new" if new else "old"
-                out.append(f"prefill:decode ratio broken on the {side} side {t - ev.changed_at:.1f}s in: {counts} (targets {TARGETS})")
+                when = t - ev.changed_at
+                out.append(f"prefill:decode ratio broken on the {side} side {when:.1f}s in: {counts} (targets {dict(targets)})")
     return out
 
 

@@ -167,7 +167,7 @@ def test_a_frontend_using_workers_of_both_versions_is_named() -> None:
 def test_traffic_that_ignores_the_ready_ratio_is_named() -> None:
     ev = clean()
     ev.records = [(p.replace("new", "old"), {**r, "frontend": "fe-old"}) for p, r in ev.records]
-    must_name(ev, "the new version served 0.00")
+    must_name(ev, "traffic split off the ready ratio", "the new version served 0.00")
 
 
 def test_a_dip_below_target_minus_max_unavailable_is_named() -> None:

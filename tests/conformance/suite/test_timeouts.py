@@ -23,7 +23,7 @@ MOVED = {  # key -> (the module constant's value, bound, kind): each was a const
     "inference_service_unbound_hold_s": (3.0, 3.0, timeouts.MINIMUM),  # inference_service/status_counts.py HOLD_S
     "gang_nodes_ready_s": (30.0, None, timeouts.MAXIMUM),  # gang_scheduling/_checks.py NODE_READY_S
     "gang_node_step_s": (1.0, 1.0, timeouts.MINIMUM),  # gang_scheduling/replica_atomicity.py STEP_S
-    "rollout_share_tolerance": (0.15, 0.15, timeouts.MAXIMUM),  # rollout_isolation/_verdict.py SHARE_TOLERANCE
+    "rollout_share_tolerance": (0.05, 0.1, timeouts.MAXIMUM),  # rollout_isolation/_verdict.py SplitPhase.allowance
     "rollout_starve_s": (5.0, 5.0, timeouts.MAXIMUM),  # rollout_isolation/_verdict.py STARVE_S
     "rollout_warm_s": (2.0, None, timeouts.MAXIMUM),  # rollout_isolation/_verdict.py WARM_S
     "rollout_tail_s": (2.0, 2.0, timeouts.MINIMUM),  # rollout_isolation/_checks.py TAIL_S

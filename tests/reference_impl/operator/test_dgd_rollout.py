@@ -147,6 +147,31 @@ def test_capacity_never_drops_below_target_minus_max_unavailable_and_weights_fol
     assert shares[-1] == 1.0
 
 
+def new_shares(behaviour: Behaviour) -> list[float]:
+    """The new set's weight share at every plan of a 4:4 rollout, deduplicated in order."""
+    sim = Sim(dgd(prefill=4, decode=4), behaviour)
+    sim.run()
+    start = len(sim.plans)
+    _, new_ns = rolled(sim, dgd(block="32", prefill=4, decode=4))
+    sim.run()
+    out: list[float] = []
+    for plan in sim.plans[start:]:
+        total = sum(plan.weights.values())
+        share = round(sum(w for name, w in plan.weights.items() if new_ns[-6:] in name) / total, 2) if total else 0.0
+        if not out or out[-1] != share:
+            out.append(share)
+    return out
+
+
+def test_the_broken_splits_depart_from_the_ready_ratio_each_its_own_way() -> None:
+    assert new_shares(REFERENCE) == [0.0, 0.25, 0.5, 0.75, 1.0]  # NB: workers the step deletes are not counted
+    assert new_shares(Behaviour(split="even")) == [0.0, 0.5, 1.0]
+    assert new_shares(Behaviour(split="switch")) == [0.0, 1.0]
+    assert new_shares(Behaviour(weight_lag_workers=2)) == [0.0, 0.5, 1.0]  # NB: 0 until 3 of 4 are ready, then 2 vs 2
+    with pytest.raises(ValueError, match="must be one of"):
+        Behaviour(split="random")
+
+
 def test_the_old_frontend_drains_only_after_its_workers_are_gone() -> None:
     sim = Sim(dgd())
     sim.run()
