@@ -7,7 +7,8 @@ truth) against a reference operator this test installs, so it can kill it by pid
 * the operator is SIGKILLed once the first new worker is Ready, stays dead for ``DEAD_S`` (the
   rollout must hold: nobody changes anything), and is started again: it must pick the rollout up
   from the cluster (its pods and status) and finish it with every rollout rule held — zero failed
-  requests, no namespace mixing, capacity kept;
+  requests, no namespace mixing, capacity kept; only the traffic split may lag by the outage and
+  the restart (``RESTART_S``), since nothing moves the weights while no operator runs;
 * an old decode engine's process is SIGKILLed with streams in flight: every request the client
   sent either succeeded or ended in an error (status or SSE error event) — never a stream that
   just stops — and the rollout still ends with the new version alone.
@@ -36,6 +37,8 @@ from protocol import waiting
 
 pytestmark = pytest.mark.cluster
 DEAD_S = 4.0
+RESTART_S = 10.0
+"""Allowance for the restarted operator to start, list the cluster and set the proxy's weights again."""
 
 
 @pytest.fixture
@@ -71,7 +74,9 @@ def test_an_operator_killed_mid_rollout_resumes_and_completes_cleanly(
         held.append(verdict.pods_changed(before, await rc.serving_pods(env)))
         await asyncio.to_thread(operator.restart, argv)
 
-    evidence = asyncio.run(rc.run_in(env, Timeouts(), scenarios.BLOCK_SIZE, mid_way=kill_then_restart))
+    # NB: no operator, no weights that follow: the split may lag by the outage (1 s + DEAD_S) and the restart.
+    timeouts = Timeouts(weight_follow_s=1.0 + DEAD_S + RESTART_S)
+    evidence = asyncio.run(rc.run_in(env, timeouts, scenarios.BLOCK_SIZE, mid_way=kill_then_restart))
     assert held == [([], [])], f"pods created / deleted while no operator ran: {held}"
     verdict.rollout_must_be_clean(evidence)
 
