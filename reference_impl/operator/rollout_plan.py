@@ -17,7 +17,7 @@ Rules, each a line of seed 001 or of the rollout issue:
 * new workers are added as earlier ones become ready: at most maxSurge (at least one) of a
   component's new workers are on their way up at once;
 * the prefill:decode ratio holds within one worker: on the new side (workers asked for) and on the
-  old side (workers replaced), a component runs at most one worker ahead of the least advanced
+  old side (workers left), a component runs at most one worker ahead of the least advanced
   component's proportional share;
 * done when every component has its target of new ready workers and no old worker left.
 
@@ -77,6 +77,12 @@ def _one_ahead_at_most(counts: Mapping[str, int], target: Mapping[str, int], nam
     return counts[name] + 1 <= math.floor(least * target[name] + 1e-9) + 1
 
 
+def _keeps_ratio(counts: Mapping[str, int], target: Mapping[str, int]) -> bool:
+    """No component more than one worker above the least advanced one's proportional share of what remains."""
+    least = min((counts[c] / t for c, t in target.items() if t > 0), default=0.0)
+    return all(counts[c] <= math.floor(least * t + 1e-9) + 1 for c, t in target.items() if t > 0)
+
+
 def _may_add(s: Situation, name: str, new: Mapping[str, int], old: Mapping[str, int]) -> bool:
     target, ready = s.target[name], _side(s.new, name).ready
     if new[name] >= target or new[name] - ready >= max(1, s.max_surge):
@@ -87,14 +93,13 @@ def _may_add(s: Situation, name: str, new: Mapping[str, int], old: Mapping[str, 
 
 
 def _may_remove(s: Situation, name: str, new: Mapping[str, int], old: Mapping[str, int]) -> bool:
-    """One old worker may go: capacity stays >= target - maxUnavailable, and the old side keeps the ratio."""
+    """One old worker may go: capacity stays >= target - maxUnavailable, and the old side keeps the ratio of what it has left."""
     target = s.target[name]
     old_side, new_side = _side(s.old, name), _side(s.new, name)
     if old[name] == 0 or old[name] - 1 + new[name] < target - s.max_unavailable:
         return False
-    replaced = {c: t - old[c] for c, t in s.target.items()}
-    if not _one_ahead_at_most(replaced, s.target, name):
-        return False
+    if not _keeps_ratio({**old, name: old[name] - 1}, s.target):
+        return False  # NB: e.g. at 4:2, the last old decode stays while two old prefill do: they serve nothing without it
     if old_side.desired > old_side.ready:
         return True  # NB: an old worker that is not ready goes first; availability is unchanged
     return old_side.ready - 1 + new_side.ready >= target - s.max_unavailable
