@@ -57,6 +57,7 @@ ROLLOUT_FRONTEND: Final = "RolloutFrontend"
 ROLLOUT_PAUSE_RESUME: Final = "RolloutPauseResume"
 ROLLOUT_ROLLBACK: Final = "RolloutRollback"
 ROLLOUT_TRAFFIC_SPLIT: Final = "RolloutTrafficSplit"
+ROLLOUT_STEPS: Final = "RolloutSteps"
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,10 @@ for _feature in (
     Feature(
         ROLLOUT_TRAFFIC_SPLIT,
         "Phase by phase of a rollout, the new version's share of requests follows new_ready / (old_ready + new_ready).",
+    ),
+    Feature(
+        ROLLOUT_STEPS,
+        "A rollout takes seed 001's steps within maxSurge and maxUnavailable: new frontend first, +1/-1 worker steps, old frontend last.",
     ),
 ):
     register(_feature)

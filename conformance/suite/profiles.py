@@ -140,6 +140,7 @@ ROLLOUT_ISOLATION = Profile(
             features.ROLLOUT_PAUSE_RESUME,
             features.ROLLOUT_ROLLBACK,
             features.ROLLOUT_TRAFFIC_SPLIT,
+            features.ROLLOUT_STEPS,
         }
     ),
     extended=frozenset(),

@@ -217,6 +217,14 @@ class Timeouts:
         concern="rollout",
         bound=0.1,
     )
+    rollout_ratio_grace_s: float = _setting(
+        1.0,
+        "s",
+        "Longest a side of a rollout may run its prefill:decode ratio more than one worker off (seed 001 4.1.2): a controller "
+        "creates one pod per API call, so one step passes through such a moment for a round trip. Conformant bound: at most 1 s.",
+        concern="rollout",
+        bound=1.0,
+    )
     rollout_starve_s: float = _setting(
         5.0,
         "s",

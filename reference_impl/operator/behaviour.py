@@ -65,6 +65,10 @@ class Behaviour:
     """Old workers go only while ready capacity stays >= target - maxUnavailable; False removes them at will (broken)."""
     new_frontend_first: bool = True
     """Old frontends drain only once the spec's frontends are all ready; False drains them at once (broken)."""
+    honour_max_surge: bool = True
+    """New workers are added within target + maxSurge; False creates every new worker at once (broken)."""
+    workers_after_frontend: bool = True
+    """Seed 001 T1-T3: new workers only once the new frontend is ready; False creates them with it (broken)."""
     split: str = "ready"
     """Seed 001 4.3: the proxy's weights split traffic by ready workers (``ready``); ``even`` splits it evenly between
     every set that can serve (the seed's plain Service), ``switch`` sends it all to the spec's set once it can serve (broken)."""

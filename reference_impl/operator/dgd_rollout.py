@@ -169,6 +169,10 @@ def _broken_as_asked(s: Situation, behaviour: Behaviour) -> Situation:
         s = dataclasses.replace(s, paused=False)
     if not behaviour.honour_max_unavailable:
         s = dataclasses.replace(s, max_unavailable=sum(s.target.values()))
+    if not behaviour.honour_max_surge:
+        s = dataclasses.replace(s, max_surge=sum(s.target.values()))
+    if not behaviour.workers_after_frontend:
+        s = dataclasses.replace(s, frontend_ready=True)
     return s
 
 

@@ -4,8 +4,9 @@ Runs as a vendor would, in a subprocess joining this session's embedded cluster 
 broken operator (tests/nonconforming/rollout.py: one dynamo namespace for every revision) is
 certified on the three tests of seed 001's failure modes; each must fail, and its failure must
 name its mode. Each other broken rollout (a rule dropped from the reference) is certified on the
-test of its rule alone: the pause, maxUnavailable, the frontend's order, and three wrong traffic
-splits (even, an instant switch, two steps late) on RolloutTrafficSplit.
+test of its rule alone: the pause, maxUnavailable, the frontend's order, three wrong traffic
+splits (even, an instant switch, two steps late) on RolloutTrafficSplit, and two wrong step
+orders (maxSurge ignored, workers with the frontend) on RolloutSteps[seed-example].
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tests.certify.run import profile_of
 pytestmark = pytest.mark.cluster
 PROFILE = "ROLLOUT-ISOLATION"
 SPLIT_OFF = "traffic split off the ready ratio"
+FRONTEND_FIRST = "before any new frontend was Ready"
 MODES = {"RolloutBlockSize": scenarios.MDC, "RolloutTensorParallel": scenarios.KV_LAYOUT, "RolloutRuntimeVersion": scenarios.RUNTIME_API}
 
 
@@ -41,7 +43,7 @@ def test_the_reference_is_certified_on_rollout_isolation(cluster: Cluster, tmp_p
     assert code == 0, output[-4000:]
     core = profile_of(report, PROFILE)["core"]
     assert core["result"] == "success", core
-    assert core["statistics"]["passed"] == 7 and core["statistics"]["skipped"] == 0, core
+    assert core["statistics"]["passed"] == 10 and core["statistics"]["skipped"] == 0, core  # NB: RolloutSteps has 3 cases
 
 
 @pytest.mark.slow
@@ -73,8 +75,19 @@ def test_the_in_place_rollout_is_failed_on_every_mode_naming_it(cluster: Cluster
         ("tests.nonconforming.rollout:EvenSplit", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF),
         ("tests.nonconforming.rollout:SwitchAtOnce", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF),
         ("tests.nonconforming.rollout:LaggingSplit", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF),
+        ("tests.nonconforming.rollout:NoSurgeLimit", "RolloutSteps[seed-example]", scenarios.STEPS, "maxSurge 1 exceeded"),
+        ("tests.nonconforming.rollout:WorkersWithFrontend", "RolloutSteps[seed-example]", scenarios.STEPS, FRONTEND_FIRST),
     ],
-    ids=["ignores-pause", "scales-down-first", "old-frontend-first", "even-split", "switch-at-once", "lagging-split"],
+    ids=[
+        "ignores-pause",
+        "scales-down-first",
+        "old-frontend-first",
+        "even-split",
+        "switch-at-once",
+        "lagging-split",
+        "no-surge-limit",
+        "workers-with-frontend",
+    ],
 )
 def test_a_broken_rollout_is_failed_by_the_test_of_its_rule(
     cluster: Cluster, tmp_path: Path, adapter: str, test: str, mode: str, rule_named: str
@@ -83,6 +96,6 @@ def test_a_broken_rollout_is_failed_by_the_test_of_its_rule(
         pytest.skip(f"backend {cluster.backend} has no pod runner")
     code, report, output = certify(cluster, adapter, tmp_path, "--run-test", test)
     assert code == 1, output[-4000:]
-    assert profile_of(report, PROFILE)["core"]["failedTests"] == [test], output[-4000:]
+    assert profile_of(report, PROFILE)["core"]["failedTests"] == [test.partition("[")[0]], output[-4000:]
     failures = [line for line in output.splitlines() if line.startswith("E ") and f"AssertionError: {mode}: " in line]
     assert any(rule_named in line for line in failures), (mode, rule_named, failures, output[-3000:])

@@ -13,6 +13,9 @@
 * ``SwitchAtOnce``: all traffic goes to the new set as soon as it can serve (an instant switch).
 * ``LaggingSplit``: the new set is weighted as if it had two fewer ready workers per component than
   it has, so the split trails the ready ratio by two steps.
+* ``NoSurgeLimit``: every new worker is created at once (maxSurge ignored), as a blue/green switch
+  of the worker sets would.
+* ``WorkersWithFrontend``: the new workers are created with the new frontend, not once it is ready.
 
 Everything else — the steps, the proxy's weights, the drains — is the reference's.
 ``tests/certify/test_rollout_isolation.py`` certifies each on the tests that must catch it.
@@ -30,6 +33,8 @@ OLD_FRONTEND_FIRST = Behaviour(new_frontend_first=False)
 EVEN_SPLIT = Behaviour(split="even")
 SWITCH_AT_ONCE = Behaviour(split="switch")
 LAGGING_SPLIT = Behaviour(weight_lag_workers=2)
+NO_SURGE_LIMIT = Behaviour(honour_max_surge=False)
+WORKERS_WITH_FRONTEND = Behaviour(workers_after_frontend=False)
 
 
 def InPlace() -> ReferenceImplementation:
@@ -58,3 +63,11 @@ def SwitchAtOnce() -> ReferenceImplementation:
 
 def LaggingSplit() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:LAGGING_SPLIT")
+
+
+def NoSurgeLimit() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:NO_SURGE_LIMIT")
+
+
+def WorkersWithFrontend() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:WORKERS_WITH_FRONTEND")

@@ -68,10 +68,11 @@ async def address(env: ClusterEnvironment, name: str, timeout_s: float) -> str:
 async def versions_running(env: ClusterEnvironment, scenario: Scenario, new: bool) -> bool:
     """Only pods of one version of the changed kinds, every target Ready."""
     pods = [p for p in await kc.pods(env) if ctype(p) and not p["metadata"].get("deletionTimestamp")]
-    wanted = {**scenario.targets, "frontend": 1}
+    wanted = {**scenario.targets, "frontend": scenario.frontends}
     counts = Counter(ctype(p) for p in pods if serving(p) and scenario.version(p) in (None, new))
     others = [p for p in pods if scenario.version(p) not in (None, new)]
-    return not others and sum(1 for p in pods if ctype(p) == "frontend") == 1 and all(counts.get(k, 0) >= n for k, n in wanted.items())
+    frontends = sum(1 for p in pods if ctype(p) == "frontend")
+    return not others and frontends == scenario.frontends and all(counts.get(k, 0) >= n for k, n in wanted.items())
 
 
 async def deploy(env: ClusterEnvironment, timeouts: Timeouts, scenario: Scenario, dgd: dict[str, Any]) -> str:
@@ -168,13 +169,13 @@ async def run_in(
         timeline,
         changed_at,
         finished_at,
-        0,
         timeouts.weight_follow_s,
         stale,
         final_new,
         starve_s=timeouts.rollout_starve_s,
         share_tolerance=timeouts.rollout_share_tolerance,
         warm_s=timeouts.rollout_warm_s,
+        ratio_grace_s=timeouts.rollout_ratio_grace_s,
     )
     evidence.steps = await _rollout_events(env, dgd["metadata"]["name"])
     return evidence

@@ -45,8 +45,15 @@ _COMPONENT = {"prefill": ("prefill", "prefill"), "decode": ("decode", "decode"),
 """Engine role -> (component name, DGD component type)."""
 
 
-def base_dgd(name: str = DGD_NAME, targets: Mapping[str, int] = TARGETS, engine_args: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The suite's DGD: one frontend and a worker set per role of ``targets`` (2 prefill + 2 decode by default)."""
+def base_dgd(
+    name: str = DGD_NAME,
+    targets: Mapping[str, int] = TARGETS,
+    engine_args: tuple[str, ...] = (),
+    frontends: int = 1,
+    strategy: tuple[int, int] = (1, 0),
+) -> dict[str, Any]:
+    """The suite's DGD: ``frontends`` frontends and a worker set per role of ``targets`` (1 + 2 prefill + 2 decode by default),
+    rolled with ``strategy`` = (maxSurge, maxUnavailable)."""
     engine = ["--model", MODEL, "--timing", ENGINE_TIMING, "--block-size", "16", "--tensor-parallel-size", "1", "--protocol-version", "1"]
     workers = [
         {"name": _COMPONENT[role][0], "type": _COMPONENT[role][1], "replicas": n, "image": "servecert/fake-engine:1.6.1",
@@ -58,13 +65,14 @@ def base_dgd(name: str = DGD_NAME, targets: Mapping[str, int] = TARGETS, engine_
         "kind": kn.DGD_KIND,
         "metadata": {"name": name},
         "spec": {
-            "rolloutStrategy": {"maxSurge": 1, "maxUnavailable": 0},
+            "rolloutStrategy": {"maxSurge": strategy[0], "maxUnavailable": strategy[1]},
             "components": [
-                {"name": "frontend", "type": "frontend", "replicas": 1, "image": "servecert/frontend:1.6.1", "args": [], "env": []},
+                {"name": "frontend", "type": "frontend", "replicas": frontends, "image": "servecert/frontend:1.6.1", "args": [],
+                 "env": []},
                 *workers,
             ],
         },
-    }
+    }  # fmt: skip
 
 
 def set_arg(dgd: dict[str, Any], flag: str, value: str) -> None:
@@ -106,9 +114,19 @@ class Scenario:
     """Worker replicas by engine role in the DGD this scenario rolls."""
     engine_args: tuple[str, ...] = ()
     """Extra arguments of every engine of that DGD (e.g. a model-load time)."""
+    frontends: int = 1
+    """Frontend replicas of that DGD."""
+    max_surge: int = 1
+    max_unavailable: int = 0
+    """Its ``spec.rolloutStrategy`` (seed 001 4.1.2 assumes 1 and 0)."""
 
     def dgd(self) -> dict[str, Any]:
-        return base_dgd(targets=self.targets, engine_args=self.engine_args)
+        return base_dgd(
+            targets=self.targets,
+            engine_args=self.engine_args,
+            frontends=self.frontends,
+            strategy=(self.max_surge, self.max_unavailable),
+        )
 
     @property
     def workers_change(self) -> bool:
@@ -156,6 +174,17 @@ BLOCK_SIZE = Scenario(MDC, block_size_change, lambda p: arg(p, "--block-size") =
 TENSOR_PARALLEL = Scenario(KV_LAYOUT, tensor_parallel_change, lambda p: arg(p, "--tensor-parallel-size") == "2")
 RUNTIME = Scenario(RUNTIME_API, runtime_change, _new_tag, _new_tag)
 FRONTEND_IMAGE = Scenario(FRONTEND, frontend_change, None, _new_tag)
+STEPS = "seed 001 4.1.2 (rollout steps)"
+STEP_CASES: Mapping[str, Scenario] = MappingProxyType(
+    {
+        # NB: seed 001 4.1.2's own diagram: Prefill 4, Decode 2, a new frontend of 3 replicas, maxSurge 1, maxUnavailable 0.
+        "seed-example": Scenario(STEPS, block_size_change, BLOCK_SIZE.new_worker, targets={"prefill": 4, "decode": 2}, frontends=3),
+        "surge-2": Scenario(STEPS, block_size_change, BLOCK_SIZE.new_worker, targets={"prefill": 3, "decode": 1}, max_surge=2),
+        # NB: seed 001 (Grove): "the same as Deployment RollingUpdate where maxSurge is 0 and maxUnavailable is 1".
+        "unavailable-1": Scenario(STEPS, block_size_change, BLOCK_SIZE.new_worker, max_surge=0, max_unavailable=1),
+    }
+)
+"""RolloutSteps' cases: targets, frontend replicas and rollout strategy away from the defaults."""
 AGGREGATED_SPLIT = Scenario(
     SPLIT,
     block_size_change,

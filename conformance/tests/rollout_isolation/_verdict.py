@@ -15,8 +15,10 @@ them prefixed with the scenario's seed 001 mode, so a failure names the mode. Th
 * phase by phase, the share of requests served by the new version follows the ready ratio
   ``new_ready / (old_ready + new_ready)``, allowing the weights ``follow_s`` to follow, within
   ``share_tolerance`` plus sampling error (seed 001 4.3);
-* per worker component, ready workers never below target - maxUnavailable, and on each side the
-  prefill:decode ratio within one worker (seed 001 4.1.2);
+* per worker component, ready workers never below target - maxUnavailable, pods never above
+  target + maxSurge, and on each side the prefill:decode ratio within one worker; no worker of the
+  new version before a new frontend is Ready; no new request to a worker being deleted (seed 001
+  4.1.2, its steps T1-T5);
 * at the end, no pod of the abandoned version, one frontend, no WorkerMetadata of a gone pod.
 
 Pure functions of the evidence, so each rule is shown to fail on evidence that breaks it
@@ -122,7 +124,6 @@ class Evidence:
     timeline: Timeline
     changed_at: float
     finished_at: float
-    max_unavailable: int = 0
     follow_s: float = 2.0
     stale_metadata: list[str] = field(default_factory=list)
     final_new: bool = True
@@ -135,6 +136,8 @@ class Evidence:
     """How far the new version's share may stray from the ready ratio (``rollout_share_tolerance``)."""
     warm_s: float = _DEFAULTS.rollout_warm_s
     """Traffic ran this long before the change, so starvation counts from there (``rollout_warm_s``)."""
+    ratio_grace_s: float = _DEFAULTS.rollout_ratio_grace_s
+    """A broken prefill:decode ratio shorter than this is a controller's pod-by-pod step, not a broken ratio."""
 
 
 def verdict(ev: Evidence) -> list[str]:
@@ -146,7 +149,11 @@ def verdict(ev: Evidence) -> list[str]:
         *_layout_mismatches(ev),
         *_cross_version(ev),
         *_share(ev),
-        *_availability_and_ratio(ev),
+        *_availability(ev),
+        *_ratio(ev),
+        *_surge(ev),
+        *_workers_before_frontend(ev),
+        *_sent_to_terminating(ev),
         *_leftovers(ev),
     ]
 
@@ -415,29 +422,115 @@ def _as_one(phases: Sequence[SplitPhase]) -> SplitPhase:
     )
 
 
-def _availability_and_ratio(ev: Evidence) -> list[str]:
-    out: list[str] = []
+def _availability(ev: Evidence) -> list[str]:
+    """Seed 001 4.1.2: per worker component, ready workers never below target - maxUnavailable (the first moment)."""
     targets = ev.scenario.targets
-    floor = {k: n - ev.max_unavailable for k, n in targets.items()}
     for t, state in ev.timeline.moments:
         if not ev.changed_at <= t <= ev.finished_at:
             continue
         ready = side_counts(state, ev.scenario, only_ready=True)
-        for kind, least in floor.items():
-            have = sum(n for (_, k), n in ready.items() if k == kind)
-            if have < least and not out:
-                when = t - ev.changed_at
-                out.append(f"maxUnavailable {ev.max_unavailable} exceeded: {when:.1f}s in, {have} {kind} ready of {targets[kind]}")
-        existing = side_counts(state, ev.scenario, only_ready=False)
-        for new in (True, False):
+        for kind, n in targets.items():
+            have = sum(count for (_, k), count in ready.items() if k == kind)
+            if have < n - ev.scenario.max_unavailable:
+                return [f"maxUnavailable {ev.scenario.max_unavailable} exceeded: {t - ev.changed_at:.1f}s in, {have} {kind} ready of {n}"]
+    return []
+
+
+def ratio_broken(counts: Mapping[str, int], targets: Mapping[str, int]) -> bool:
+    """A role more than one worker ahead of the least advanced role's proportional share (seed 001: P/D ratio maintenance)."""
+    least_share = min(counts[k] / n for k, n in targets.items())
+    return any(counts[k] > math.floor(least_share * n + 1e-9) + 1 for k, n in targets.items())
+
+
+def _ratio(ev: Evidence) -> list[str]:
+    """On each side, the pods not terminating keep the prefill:decode ratio within one worker, except for under ``ratio_grace_s``.
+
+    A controller creates or deletes one pod per API call, so a step that adds two prefill and one
+    decode passes through a moment with the two prefill alone; that lasts a round trip, not a second.
+    """
+    targets = ev.scenario.targets
+    moments = [(t, s) for t, s in ev.timeline.moments if ev.changed_at <= t <= ev.finished_at]
+    for new in (True, False):
+        since: tuple[float, dict[str, int]] | None = None
+        for i, (t, state) in enumerate(moments):
+            existing = side_counts(state, ev.scenario, only_ready=False)
             counts = {k: existing.get((new, k), 0) for k in targets}
-            least_share = min(counts[k] / n for k, n in targets.items())
-            ahead = [k for k, n in targets.items() if counts[k] > math.floor(least_share * n + 1e-9) + 1]
-            if ahead and len(out) < 2 and not any("ratio" in o for o in out):
+            if not ratio_broken(counts, targets):
+                since = None
+                continue
+            since = since or (t, counts)
+            until = moments[i + 1][0] if i + 1 < len(moments) else ev.finished_at
+            if until - since[0] >= ev.ratio_grace_s:
                 side = "new" if new else "old"
-                when = t - ev.changed_at
-                out.append(f"prefill:decode ratio broken on the {side} side {when:.1f}s in: {counts} (targets {dict(targets)})")
-    return out
+                return [
+                    f"prefill:decode ratio broken on the {side} side from {since[0] - ev.changed_at:.1f}s in for at least "
+                    f"{until - since[0]:.1f}s: {since[1]} (targets {dict(targets)})"
+                ]
+    return []
+
+
+def _surge(ev: Evidence) -> list[str]:
+    """Seed 001 4.1.2: per worker component, pods not terminating never above target + maxSurge (the first moment that is)."""
+    for t, state in ev.timeline.moments:
+        if not ev.changed_at <= t <= ev.finished_at:
+            continue
+        existing = side_counts(state, ev.scenario, only_ready=False)
+        for kind, n in ev.scenario.targets.items():
+            have = sum(count for (_, k), count in existing.items() if k == kind)
+            if have > n + ev.scenario.max_surge:
+                sides = {"old" if not v else "new": c for (v, k), c in existing.items() if k == kind}
+                return [
+                    f"maxSurge {ev.scenario.max_surge} exceeded: {t - ev.changed_at:.1f}s in, {have} {kind} pods ({sides}) "
+                    f"for a target of {n}"
+                ]
+    return []
+
+
+def _workers_before_frontend(ev: Evidence) -> list[str]:
+    """Seed 001 4.1.2 T1-T3: no worker of the new version exists before a frontend created for the rollout is Ready.
+
+    A frontend created after the change is the new dynamo namespace's (the suite cannot read the
+    namespace from the implementation's labels; when the frontend's own spec changes, its version
+    says the same). Only for rollouts that change workers.
+    """
+    if not ev.scenario.workers_change:
+        return []
+    before = {name for name, pod in ev.timeline.at(ev.changed_at).items() if ctype(pod) == "frontend"}
+    for t, state in ev.timeline.moments:
+        if t < ev.changed_at:
+            continue
+        new_frontend_ready = any(ctype(p) == "frontend" and n not in before and serving(p) for n, p in state.items())
+        if new_frontend_ready:
+            return []
+        early = sorted(n for n, p in state.items() if ctype(p) in ev.scenario.targets and ev.scenario.is_new(p))
+        if early:
+            return [f"new workers {early[:3]} were created {t - ev.changed_at:.1f}s in, before any new frontend was Ready"]
+    return []
+
+
+def _sent_to_terminating(ev: Evidence) -> list[str]:
+    """Seed 001 4.1.2 T4: a worker being scaled down gets no new request once ``follow_s`` has passed since its deletion.
+
+    Its streams in flight may finish (a request routed just before the deletion reaches a decode
+    worker after its prefill), so only arrivals later than ``follow_s`` after the deletion count.
+    """
+    deleted: dict[str, float] = {}
+    for t, state in ev.timeline.moments:
+        for name, pod in state.items():
+            if ctype(pod) in ev.scenario.targets and pod["metadata"].get("deletionTimestamp") and name not in deleted:
+                deleted[name] = t
+    late = [
+        (float(r.get("arrival") or 0.0) - deleted[worker], worker)
+        for worker, r in ev.records
+        if worker in deleted and float(r.get("arrival") or 0.0) > deleted[worker] + ev.follow_s
+    ]
+    if not late:
+        return []
+    worst, latest = max(late)
+    return [
+        f"{len(late)} requests reached workers being deleted, more than {ev.follow_s:g}s after their deletion "
+        f"(latest: {latest}, {worst:.1f}s after)"
+    ]
 
 
 def _leftovers(ev: Evidence) -> list[str]:
@@ -446,8 +539,8 @@ def _leftovers(ev: Evidence) -> list[str]:
     stale = sorted(n for n, p in final.items() if ev.scenario.version(p) not in (None, ev.final_new) and n not in going)
     out = [f"pods of the abandoned version still there at the end: {stale}"] if stale else []
     frontends = sorted(n for n, p in final.items() if ctype(p) == "frontend" and not p["metadata"].get("deletionTimestamp"))
-    if len(frontends) != 1:
-        out.append(f"the DGD asks for 1 frontend; at the end there are {frontends}")
+    if len(frontends) != ev.scenario.frontends:
+        out.append(f"the DGD asks for {ev.scenario.frontends} frontend(s); at the end there are {frontends}")
     if ev.stale_metadata:
         out.append(f"WorkerMetadata of pods that are gone still published at the end: {ev.stale_metadata}")
     return out

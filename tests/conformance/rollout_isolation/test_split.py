@@ -37,14 +37,20 @@ def worker(name: str, new: bool) -> dict[str, Any]:
 
 
 def frontend(name: str, new: bool) -> dict[str, Any]:
-    return {"metadata": {"name": name, "uid": f"uid-{name}"}, "spec": {"containers": [{"image": "servecert/frontend:1.6.1"}]}}
+    return {
+        "metadata": {"name": name, "uid": f"uid-{name}"},
+        "spec": {"containers": [{"image": "servecert/frontend:1.6.1"}]},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
 
 
 def moments() -> list[tuple[float, dict[str, dict[str, Any]]]]:
-    """Old 4 ready; then each step: one new Ready, 0.2 s later one old gone; the old frontend goes last."""
+    """Old 4 ready; the new frontend Ready at 0.5 s; then each step: one new worker Ready, 0.2 s later one old gone;
+    the old frontend goes last."""
     state = {f"w-old-{i}": worker(f"w-old-{i}", False) for i in range(4)} | {"fe-old": frontend("fe-old", False)}
     out = [(0.0, dict(state))]
     state["fe-new"] = frontend("fe-new", True)
+    out.append((0.5, dict(state)))
     for step in range(4):
         t = 1.0 + STEP_S * step
         state[f"w-new-{step}"] = worker(f"w-new-{step}", True)

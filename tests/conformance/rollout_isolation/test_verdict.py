@@ -182,7 +182,42 @@ def test_a_side_running_ahead_on_one_role_breaks_the_ratio() -> None:
     ev = clean()
     lopsided = {**side(False), **{n: p for n, p in side(True).items() if n.startswith("prefill")}}
     ev.timeline.moments.insert(1, (SWITCH - 1, lopsided))
-    must_name(ev, "prefill:decode ratio broken on the new side")
+    must_name(ev, "prefill:decode ratio broken on the new side from 4.0s in for at least 1.0s: {'prefill': 2, 'decode': 0}")
+
+
+def test_a_ratio_off_for_a_round_trip_is_a_step_not_a_broken_ratio() -> None:
+    ev = clean()
+    lopsided = {**side(False), **{n: p for n, p in side(True).items() if n.startswith("prefill")}}
+    ev.timeline.moments.insert(1, (SWITCH - 0.2, lopsided))
+    assert not any("ratio broken" in p for p in verdict.verdict(ev))
+
+
+def test_more_pods_than_target_plus_max_surge_is_named() -> None:
+    ev = clean()
+    surged = {**side(False), "fe-new": pod("fe-new", "frontend", True)}
+    surged |= {f"prefill-new-{i}": pod(f"prefill-new-{i}", "prefill", True, ready=False) for i in range(2)}
+    ev.timeline.moments.insert(1, (SWITCH - 1, surged))
+    must_name(ev, "maxSurge 1 exceeded: 4.0s in, 4 prefill pods ({'old': 2, 'new': 2}) for a target of 2")
+
+
+def test_a_new_worker_before_any_new_frontend_is_ready_is_named() -> None:
+    ev = clean()
+    early = {**side(False), "prefill-new-0": pod("prefill-new-0", "prefill", True, ready=False)}
+    ev.timeline.moments.insert(1, (SWITCH - 1, early))
+    must_name(ev, "new workers ['prefill-new-0'] were created 4.0s in, before any new frontend was Ready")
+    early["fe-new"] = pod("fe-new", "frontend", True, ready=False)
+    must_name(ev, "before any new frontend was Ready")
+    early["fe-new"] = pod("fe-new", "frontend", True)
+    assert not any("before any new frontend" in p for p in verdict.verdict(ev))
+
+
+def test_requests_reaching_a_worker_long_after_its_deletion_are_named() -> None:
+    ev = clean()
+    going = {**side(False), "decode-old-0": pod("decode-old-0", "decode", False, deleting=True)}
+    ev.timeline.moments.insert(1, (1.0, going))
+    must_name(ev, "requests reached workers being deleted, more than 2s after their deletion (latest: decode-old-0, 3.5s after)")
+    ev.timeline.moments[1] = (2.9, going)
+    assert not any("being deleted" in p for p in verdict.verdict(ev))
 
 
 def test_old_pods_left_at_the_end_are_named_but_terminating_ones_are_not() -> None:

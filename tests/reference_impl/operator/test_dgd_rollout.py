@@ -172,6 +172,28 @@ def test_the_broken_splits_depart_from_the_ready_ratio_each_its_own_way() -> Non
         Behaviour(split="random")
 
 
+def most_pods_and_first_workers(behaviour: Behaviour) -> tuple[int, bool]:
+    """Over a 4:2 rollout: the most prefill pods at once, and whether a new worker came before the new frontend was Ready."""
+    sim = Sim(dgd(prefill=4, decode=2), behaviour)
+    sim.run()
+    start = len(sim.plans)
+    _, new_ns = rolled(sim, dgd(block="32", prefill=4, decode=2))
+    sim.run()
+    most, early = 0, False
+    for state in sim.history[start:]:
+        most = max(most, sum(1 for p in state.values() if p["metadata"]["labels"][kn.COMPONENT_LABEL] == "prefill"))
+        mine = [p for p in state.values() if p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL] == new_ns]
+        frontend_ready = any(p["metadata"]["labels"][kn.COMPONENT_TYPE_LABEL] == "frontend" and "conditions" in p["status"] for p in mine)
+        early = early or (not frontend_ready and any(p["metadata"]["labels"][kn.COMPONENT_TYPE_LABEL] != "frontend" for p in mine))
+    return most, early
+
+
+def test_the_broken_steps_break_only_their_own_rule() -> None:
+    assert most_pods_and_first_workers(REFERENCE) == (5, False)
+    assert most_pods_and_first_workers(Behaviour(honour_max_surge=False)) == (8, False)
+    assert most_pods_and_first_workers(Behaviour(workers_after_frontend=False)) == (5, True)
+
+
 def test_the_old_frontend_drains_only_after_its_workers_are_gone() -> None:
     sim = Sim(dgd())
     sim.run()
