@@ -17,6 +17,9 @@ frontend that has not noticed yet included, until no request has been in flight 
 (``fakes.host.DRAIN_QUIET_S``) or ``--drain-seconds`` (default 20, inside a pod's 30 s grace
 period) have passed -- then close. ``--drain-seconds 0`` closes at once; so does a second signal.
 
+Every option can also come from the environment, ``SERVECERT_ENGINE_<OPTION>`` (e.g.
+``SERVECERT_ENGINE_BLOCK_SIZE=32``); the command line wins.
+
 Ground truth on disk: ``--groundtruth-file`` (default ``$SERVECERT_GROUNDTRUTH_FILE``) appends every
 record of every engine of the process as a JSON line (``fakes.groundtruth.JsonLinesSink``), so the
 suite can still judge an engine after its process, and its pod, are gone.
@@ -97,6 +100,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--startup-seconds", type=float, default=0.0, help="model-load time before /health is 200")
     g.add_argument("--kill-stream-after", type=int, default=0)
     g.add_argument("--fault-seed", type=int, default=0)
+    p.set_defaults(**env_defaults(p, os.environ))
+
+
+ENV_PREFIX = "SERVECERT_ENGINE_"
+
+
+def env_defaults(p: argparse.ArgumentParser, environ: Mapping[str, str]) -> dict[str, object]:
+    """Option defaults from ``SERVECERT_ENGINE_<OPTION>`` (``SERVECERT_ENGINE_BLOCK_SIZE=32``); the command line wins.
+
+    Seed 001's worker changes are to "command, args, or environment variables": a pod's env can
+    configure its engine as its args can. A value stays a string, so argparse converts it with the
+    option's type when the engine's command is parsed, and a bad one is refused there, naming it.
+    """
+    out: dict[str, object] = {}
+    for action in p._actions:  # NB: argparse has no public list of a parser's options
+        raw = environ.get(ENV_PREFIX + action.dest.upper())
+        if not action.option_strings or action.dest in ("help", "host", "port") or raw is None:
+            continue
+        out[action.dest] = raw.lower() in ("1", "true", "yes") if action.nargs == 0 else raw
+    return out
 
 
 def config_from_args(args: argparse.Namespace, index: int = 0) -> EngineConfig:

@@ -225,6 +225,14 @@ class Timeouts:
         concern="rollout",
         bound=1.0,
     )
+    rollout_deleted_route_s: float = _setting(
+        5.0,
+        "s",
+        "Longest requests may still reach a worker after its deletion began (seed 001 4.1.2 T4; its streams in flight finish, "
+        "and frontends learn of it through discovery). Conformant bound: at most 5 s.",
+        concern="rollout",
+        bound=5.0,
+    )
     rollout_starve_s: float = _setting(
         5.0,
         "s",

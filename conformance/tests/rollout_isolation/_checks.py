@@ -176,6 +176,7 @@ async def run_in(
         share_tolerance=timeouts.rollout_share_tolerance,
         warm_s=timeouts.rollout_warm_s,
         ratio_grace_s=timeouts.rollout_ratio_grace_s,
+        deleted_route_s=timeouts.rollout_deleted_route_s,
     )
     evidence.steps = await _rollout_events(env, dgd["metadata"]["name"])
     return evidence

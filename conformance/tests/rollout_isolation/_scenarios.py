@@ -119,14 +119,19 @@ class Scenario:
     max_surge: int = 1
     max_unavailable: int = 0
     """Its ``spec.rolloutStrategy`` (seed 001 4.1.2 assumes 1 and 0)."""
+    shape: Callable[[dict[str, Any]], None] | None = None
+    """Reshapes the suite's DGD before it is deployed (e.g. the block size moved from args to env)."""
 
     def dgd(self) -> dict[str, Any]:
-        return base_dgd(
+        out = base_dgd(
             targets=self.targets,
             engine_args=self.engine_args,
             frontends=self.frontends,
             strategy=(self.max_surge, self.max_unavailable),
         )
+        if self.shape is not None:
+            self.shape(out)
+        return out
 
     @property
     def workers_change(self) -> bool:
@@ -144,6 +149,31 @@ class Scenario:
 
 def block_size_change(dgd: dict[str, Any]) -> None:
     set_arg(dgd, "--block-size", "32")
+
+
+BLOCK_SIZE_ENV = "SERVECERT_ENGINE_BLOCK_SIZE"
+"""The fake engine reads any option from ``SERVECERT_ENGINE_<OPTION>`` (``fakes.serve.env_defaults``)."""
+
+
+def block_size_in_env(dgd: dict[str, Any]) -> None:
+    """Workers get their block size from the env, not their args."""
+    for component in dgd["spec"]["components"]:
+        args = component["args"]
+        if "--block-size" in args:
+            at = args.index("--block-size")
+            component["env"] = [{"name": BLOCK_SIZE_ENV, "value": args[at + 1]}]
+            del args[at : at + 2]
+
+
+def env_block_size_change(dgd: dict[str, Any]) -> None:
+    for component in dgd["spec"]["components"]:
+        for var in component.get("env") or []:
+            if var["name"] == BLOCK_SIZE_ENV:
+                var["value"] = "32"
+
+
+def env(pod: Mapping[str, Any], name: str) -> str | None:
+    return next((str(v.get("value")) for v in _container(pod).get("env") or [] if v.get("name") == name), None)
 
 
 def tensor_parallel_change(dgd: dict[str, Any]) -> None:
@@ -171,6 +201,9 @@ def _new_tag(pod: Mapping[str, Any]) -> bool:
 
 
 BLOCK_SIZE = Scenario(MDC, block_size_change, lambda p: arg(p, "--block-size") == "32")
+ENV_BLOCK_SIZE = Scenario(MDC, env_block_size_change, lambda p: env(p, BLOCK_SIZE_ENV) == "32", shape=block_size_in_env)
+BLOCK_SIZE_CASES: Mapping[str, Scenario] = MappingProxyType({"args": BLOCK_SIZE, "env": ENV_BLOCK_SIZE})
+"""RolloutBlockSize's cases: seed 001 2's worker changes to "args, or environment variables"."""
 TENSOR_PARALLEL = Scenario(KV_LAYOUT, tensor_parallel_change, lambda p: arg(p, "--tensor-parallel-size") == "2")
 RUNTIME = Scenario(RUNTIME_API, runtime_change, _new_tag, _new_tag)
 FRONTEND_IMAGE = Scenario(FRONTEND, frontend_change, None, _new_tag)

@@ -17,7 +17,7 @@ them prefixed with the scenario's seed 001 mode, so a failure names the mode. Th
   ``share_tolerance`` plus sampling error (seed 001 4.3);
 * per worker component, ready workers never below target - maxUnavailable, pods never above
   target + maxSurge, and on each side the prefill:decode ratio within one worker; no worker of the
-  new version before a new frontend is Ready; no new request to a worker being deleted (seed 001
+  new version before a new frontend is Ready; no request to a worker ``deleted_route_s`` into its deletion (seed 001
   4.1.2, its steps T1-T5);
 * at the end, no pod of the abandoned version, one frontend, no WorkerMetadata of a gone pod.
 
@@ -136,6 +136,8 @@ class Evidence:
     """How far the new version's share may stray from the ready ratio (``rollout_share_tolerance``)."""
     warm_s: float = _DEFAULTS.rollout_warm_s
     """Traffic ran this long before the change, so starvation counts from there (``rollout_warm_s``)."""
+    deleted_route_s: float = _DEFAULTS.rollout_deleted_route_s
+    """Requests may still reach a worker this long after its deletion began (``rollout_deleted_route_s``)."""
     ratio_grace_s: float = _DEFAULTS.rollout_ratio_grace_s
     """A broken prefill:decode ratio shorter than this is a controller's pod-by-pod step, not a broken ratio."""
 
@@ -509,28 +511,44 @@ def _workers_before_frontend(ev: Evidence) -> list[str]:
 
 
 def _sent_to_terminating(ev: Evidence) -> list[str]:
-    """Seed 001 4.1.2 T4: a worker being scaled down gets no new request once ``follow_s`` has passed since its deletion.
+    """Seed 001 4.1.2 T4: a worker being scaled down gets no new request once ``deleted_route_s`` has passed since its deletion.
 
     Its streams in flight may finish (a request routed just before the deletion reaches a decode
-    worker after its prefill), so only arrivals later than ``follow_s`` after the deletion count.
+    worker after its prefill), and frontends learn of the deletion through discovery, so only
+    arrivals later than ``deleted_route_s`` after the deletion count, until a new pod takes the
+    name (a rollback re-creates the old revision's pods under their old names).
     """
-    deleted: dict[str, float] = {}
-    for t, state in ev.timeline.moments:
-        for name, pod in state.items():
-            if ctype(pod) in ev.scenario.targets and pod["metadata"].get("deletionTimestamp") and name not in deleted:
-                deleted[name] = t
     late = [
-        (float(r.get("arrival") or 0.0) - deleted[worker], worker)
-        for worker, r in ev.records
-        if worker in deleted and float(r.get("arrival") or 0.0) > deleted[worker] + ev.follow_s
+        (arrival - since, name)
+        for name, r in ev.records
+        for arrival in [float(r.get("arrival") or 0.0)]
+        for since, until in _deletions(ev).get(name, [])
+        if since + ev.deleted_route_s < arrival < until
     ]
     if not late:
         return []
     worst, latest = max(late)
     return [
-        f"{len(late)} requests reached workers being deleted, more than {ev.follow_s:g}s after their deletion "
+        f"{len(late)} requests reached workers being deleted, more than {ev.deleted_route_s:g}s after their deletion "
         f"(latest: {latest}, {worst:.1f}s after)"
     ]
+
+
+def _deletions(ev: Evidence) -> dict[str, list[tuple[float, float]]]:
+    """Per worker pod name, when it was being deleted: from the first moment with its deletionTimestamp to a new pod of that name."""
+    out: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    since: dict[str, float] = {}
+    for t, state in ev.timeline.moments:
+        for name, pod in state.items():
+            if ctype(pod) not in ev.scenario.targets:
+                continue
+            if pod["metadata"].get("deletionTimestamp"):
+                since.setdefault(name, t)
+            elif name in since:
+                out[name].append((since.pop(name), t))
+    for name, t in since.items():
+        out[name].append((t, math.inf))
+    return out
 
 
 def _leftovers(ev: Evidence) -> list[str]:

@@ -1,29 +1,34 @@
-"""Seed 001 3.1: a block size change (16 -> 32) changes the model card; the rollout must not mix cards."""
+"""Seed 001 3.1: a block size change (16 -> 32) changes the model card; the rollout must not mix cards.
+
+Two cases, as seed 001 2 names worker changes to "command, args, or environment variables": the
+block size in the engines' args, and in their env (``SERVECERT_ENGINE_BLOCK_SIZE``).
+"""
 
 from __future__ import annotations
 
 from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
+from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from conformance.tests.rollout_isolation import _checks as rc
 from conformance.tests.rollout_isolation import _scenarios as scenarios
 from conformance.tests.rollout_isolation import _verdict as verdict
 
 
 async def check(ctx: TestContext) -> None:
-    evidence = await rc.run(ctx, scenarios.BLOCK_SIZE)
+    evidence = await rc.run(ctx, scenarios.BLOCK_SIZE_CASES[ctx.params["change"]])
     ctx.log.info(verdict.summary(evidence))
     verdict.rollout_must_be_clean(evidence)
 
 
 TEST = ConformanceTest(
     short_name="RolloutBlockSize",
-    description="Block size 16 -> 32 under streaming load: zero failed requests, every request preprocessed with its worker's "
-    "card, no starved worker, traffic following the ready ratio, maxUnavailable and the P:D ratio held, old pods "
-    "gone.",
+    description="Block size 16 -> 32 (in the engines' args; in their env) under streaming load: zero failed requests, every "
+    "request preprocessed with its worker's card, no starved worker, traffic following the ready ratio, maxUnavailable and "
+    "the P:D ratio held, old pods gone.",
     features=(features.ROLLOUT_MDC_ISOLATION,),
     environments=frozenset({"cluster"}),
     slow=True,
     check=check,
+    cases=tuple(Case(name, {"change": name}) for name in scenarios.BLOCK_SIZE_CASES),
     seed=SeedRef(
         "001",
         "3.1 Different MDC Checksums",

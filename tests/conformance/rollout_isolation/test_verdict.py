@@ -213,10 +213,19 @@ def test_a_new_worker_before_any_new_frontend_is_ready_is_named() -> None:
 
 def test_requests_reaching_a_worker_long_after_its_deletion_are_named() -> None:
     ev = clean()
+    ev.deleted_route_s = 2.0
     going = {**side(False), "decode-old-0": pod("decode-old-0", "decode", False, deleting=True)}
     ev.timeline.moments.insert(1, (1.0, going))
     must_name(ev, "requests reached workers being deleted, more than 2s after their deletion (latest: decode-old-0, 3.5s after)")
     ev.timeline.moments[1] = (2.9, going)
+    assert not any("being deleted" in p for p in verdict.verdict(ev))
+
+
+def test_a_pod_recreated_under_a_deleted_pods_name_is_a_new_pod() -> None:
+    ev = clean()
+    ev.deleted_route_s = 2.0
+    going = {**side(False), "decode-old-0": pod("decode-old-0", "decode", False, deleting=True)}
+    ev.timeline.moments[1:1] = [(0.5, going), (1.0, side(False))]  # NB: as a rollback re-creates the old revision's pods
     assert not any("being deleted" in p for p in verdict.verdict(ev))
 
 

@@ -58,7 +58,7 @@ def installed(cluster: Cluster) -> Iterator[tuple[ClusterEnvironment, operator_i
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-@pytest.mark.xdist_group("rollout")
+@pytest.mark.xdist_group("rollout-in-place")
 def test_an_operator_killed_mid_rollout_resumes_and_completes_cleanly(
     installed: tuple[ClusterEnvironment, operator_install.InstalledOperator, list[str]],
 ) -> None:
@@ -97,7 +97,7 @@ def _engine_pid(pod_ip: str, proc: Path = Path("/proc")) -> int | None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-@pytest.mark.xdist_group("rollout")
+@pytest.mark.xdist_group("rollout-in-place")
 def test_an_engine_killed_mid_stream_ends_its_streams_with_an_error_never_silently(
     installed: tuple[ClusterEnvironment, operator_install.InstalledOperator, list[str]],
 ) -> None:
