@@ -16,10 +16,10 @@ them prefixed with the scenario's seed 001 mode, so a failure names the mode. Th
   ``new_ready / (old_ready + new_ready)``, allowing the weights ``follow_s`` to follow, within
   ``share_tolerance`` plus sampling error (seed 001 4.3);
 * per worker component, ready workers never below target - maxUnavailable, pods never above
-  target + maxSurge, and on each side the prefill:decode ratio within one worker; no worker of the
-  new version before a new frontend is Ready; no request to a worker ``deleted_route_s`` into its deletion (seed 001
-  4.1.2, its steps T1-T5);
-* at the end, no pod of the abandoned version, one frontend, no WorkerMetadata of a gone pod.
+  target + maxSurge, and on each side the prefill:decode ratio within one worker (for longer than
+  ``ratio_grace_s``); no worker of the new version before a new frontend is Ready; no request to a
+  worker more than ``deleted_route_s`` into its deletion (seed 001 4.1.2, its steps T1-T5);
+* at the end, no pod of the abandoned version, the spec's frontends, no WorkerMetadata of a gone pod.
 
 Pure functions of the evidence, so each rule is shown to fail on evidence that breaks it
 (tests/conformance/rollout_isolation/test_verdict.py).
@@ -388,8 +388,8 @@ def _share(ev: Evidence) -> list[str]:
     (the weights follow readiness). Requests allowing the same range form a phase; a phase of at
     least ``SPLIT_MIN_REQUESTS`` strays when its share is outside the range by more than
     ``share_tolerance`` plus ``SPLIT_SIGMAS`` standard errors; the shorter phases are judged as one.
-    Judged by phase, not on average: a
-    fixed 50/50 split averages out over 0.25 and 0.75 phases, and so does a lagging one.
+    Judged by phase, not on average: a fixed 50/50 split averages out over 0.25 and 0.75 phases,
+    and so does a lagging one.
     """
     phases = split_phases(ev)
     served = sum(p.served for p in phases)
