@@ -19,7 +19,14 @@ Rules, each a line of seed 001 or of the rollout issue:
 * the prefill:decode ratio holds within one worker: on the new side (workers asked for) and on the
   old side (workers left), a component runs at most one worker ahead of the least advanced
   component's proportional share;
+* the old side keeps a worker of every component until the new side has a ready worker of every
+  component (a set missing one serves nothing: removing it first leaves no set able to serve),
+  unless the strategy leaves no other move (e.g. maxSurge 0 at one replica: the outage is asked for);
 * done when every component has its target of new ready workers and no old worker left.
+
+"Ready" on the new side is the caller's: ``dgd_rollout`` counts a new worker only once the new
+frontends have found it, so the old side's last worker never goes while they cannot yet route
+to its replacement.
 
 Why pure: the controller's loop (reconcile) reads counts from pods and applies the step; every
 rule above is then unit-testable by simulating whole rollouts, and a restarted operator resumes
@@ -92,12 +99,18 @@ def _may_add(s: Situation, name: str, new: Mapping[str, int], old: Mapping[str, 
     return _one_ahead_at_most(new, s.target, name)
 
 
-def _may_remove(s: Situation, name: str, new: Mapping[str, int], old: Mapping[str, int]) -> bool:
+def _new_side_serves(s: Situation) -> bool:
+    return all(_side(s.new, c).ready > 0 for c, t in s.target.items() if t > 0)
+
+
+def _may_remove(s: Situation, name: str, new: Mapping[str, int], old: Mapping[str, int], keep_last: bool = True) -> bool:
     """One old worker may go: capacity stays >= target - maxUnavailable, and the old side keeps the ratio of what it has left."""
     target = s.target[name]
     old_side, new_side = _side(s.old, name), _side(s.new, name)
     if old[name] == 0 or old[name] - 1 + new[name] < target - s.max_unavailable:
         return False
+    if keep_last and old[name] == 1 and not _new_side_serves(s):
+        return False  # NB: at 2:2 with maxUnavailable 1, the last old prefill stays until a new decode is ready too
     if not _keeps_ratio({**old, name: old[name] - 1}, s.target):
         return False  # NB: e.g. at 4:2, the last old decode stays while two old prefill do: they serve nothing without it
     if old_side.desired > old_side.ready:
@@ -115,14 +128,23 @@ def next_step(s: Situation) -> Step:
     done = all(_side(s.new, c).ready >= t and old[c] == 0 for c, t in s.target.items())
     if done:
         return Step(old, new, COMPLETE, "every component runs its target of new ready workers; no old worker left")
+    changed = _moves(s, old, new, keep_last=True)
+    on_the_way = any(new[c] > _side(s.new, c).ready for c in s.target)
+    if not changed and not on_the_way:
+        changed = _moves(s, old, new, keep_last=False)  # NB: the strategy leaves no way without an outage
+    reason = ", ".join(changed) if changed else "waiting for new workers to become ready"
+    return Step(old, new, PROGRESSING, reason, tuple(changed))
+
+
+def _moves(s: Situation, old: dict[str, int], new: dict[str, int], keep_last: bool) -> list[str]:
+    """Adds, then removals, applied to ``old`` and ``new`` in place; returns what changed."""
     changed: list[str] = []
     for name in sorted(s.target, key=lambda c: (new[c] / s.target[c] if s.target[c] else 1.0, c)):
         while _may_add(s, name, new, old):
             new[name] += 1
             changed.append(f"{name} new +1")
     for name in sorted(s.target):
-        if _may_remove(s, name, new, old):
+        if _may_remove(s, name, new, old, keep_last):
             old[name] -= 1
             changed.append(f"{name} old -1")
-    reason = ", ".join(changed) if changed else "waiting for new workers to become ready"
-    return Step(old, new, PROGRESSING, reason, tuple(changed))
+    return changed
