@@ -124,7 +124,14 @@ class Frontend:
             "router_mode": self.config.router_mode,
             "topology": {"level": self.config.topology.level, "mismatch_policy": self.config.topology.mismatch_policy},
             "workers": [
-                {"engine_id": w.engine_id, "role": w.role, "model": w.model, "checksum": w.checksum, "domains": dict(w.domains)}
+                {
+                    "engine_id": w.engine_id,
+                    "url": w.url,
+                    "role": w.role,
+                    "model": w.model,
+                    "checksum": w.checksum,
+                    "domains": dict(w.domains),
+                }
                 for w in self.sets.accepted.values()
             ],
             "rejected": [r.to_dict() for r in self.sets.rejected.values()],

@@ -27,10 +27,12 @@ class Rejection:
     checksum: str
     incumbent: str
     reason: str
+    url: str = ""
 
     def to_dict(self) -> dict[str, str]:
         return {
             "engine_id": self.engine_id,
+            "url": self.url,
             "namespace": self.key[0],
             "model": self.key[1],
             "worker_type": self.key[2],
@@ -83,7 +85,7 @@ class WorkerSets:
             self._cards.pop(key, None)
 
     def _reject(self, worker: WorkerInfo, key: SetKey, incumbent: str, reason: str) -> None:
-        self.rejected[worker.engine_id] = Rejection(worker.engine_id, key, worker.checksum, incumbent, reason)
+        self.rejected[worker.engine_id] = Rejection(worker.engine_id, key, worker.checksum, incumbent, reason, worker.url)
         log.error(
             "Rejected incompatible worker %s (%s): model=%s worker_type=%s incumbent_checksum=%s rejected_checksum=%s",
             worker.engine_id, reason, worker.model, worker.role, incumbent, worker.checksum,

@@ -120,13 +120,36 @@ def _count(value: int | str, of: int, rounding: Callable[[float], int]) -> int:
     return max(0, int(value))
 
 
+def routing_frontends(dgd: DynamoGraphDeployment, pods: Sequence[Pod]) -> dict[str, str]:
+    """Ready frontends of the spec's set (name -> IP) while old workers remain: those ``frontend_routes`` asks."""
+    target = dgd_pods.revisions(dgd)
+    views = [view(p) for p in pods if not p["metadata"].get("deletionTimestamp")]
+    if not any(not v.is_frontend and v.ctype != dgd_pods.PROXY and v.revisions.workers != target.workers for v in views):
+        return {}
+    return {v.name: v.ip for v in views if v.is_frontend and v.set_key == (target.workers, target.frontend) and v.ready and v.ip}
+
+
+def _found(workers: Sequence[PodView], frontends: Sequence[str], routes: Mapping[str, frozenset[str]] | None) -> list[PodView]:
+    """``workers``, each Ready only if every one of ``frontends`` has found it (``routes=None``: pod readiness alone)."""
+    if routes is None:
+        return list(workers)
+    known = [routes.get(name) for name in frontends]
+
+    def found(v: PodView) -> bool:
+        return bool(known) and all(hosts is not None and v.ip in hosts for hosts in known)
+
+    return [dataclasses.replace(v, ready=v.ready and found(v)) for v in workers]
+
+
 def plan(
     dgd: DynamoGraphDeployment,
     pods: Sequence[Pod],
     levels: Sequence[str] | None,
     images: dgd_pods.Images,
     behaviour: Behaviour = REFERENCE,
+    routes: Mapping[str, frozenset[str]] | None = None,
 ) -> Plan:
+    """The next step; ``routes`` (``frontend_routes.read``) holds a new worker back from the steps until its frontends found it."""
     isolate = behaviour.isolate_rollouts
     target = dgd_pods.revisions(dgd)
     views = [view(p) for p in pods]
@@ -142,7 +165,9 @@ def plan(
     out = Plan(frontends={v.name: v for v in frontends})
     counts: dict[str, int] = dict(worker_targets)
     if old_workers:
-        situation = _situation(dgd, worker_targets, old_workers, new_workers, target_frontends_ready)
+        routing = [v.name for v in frontends if v.set_key == target_set and v.ready and v.ip]
+        found_new = _found(new_workers, routing, routes)
+        situation = _situation(dgd, worker_targets, old_workers, found_new, target_frontends_ready)
         out.step = rollout_plan.next_step(_broken_as_asked(situation, behaviour))
         counts = out.step.new
         out.delete += _scale_down(old_workers, out.step.old)

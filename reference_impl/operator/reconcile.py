@@ -31,7 +31,16 @@ from protocol.kube_objects import (
     PodGroup,
     RolloutStatus,
 )
-from reference_impl.operator import dgd_pods, dgd_rollout, events, inference_service, proxy_weights, rollout_plan, topology_injection
+from reference_impl.operator import (
+    dgd_pods,
+    dgd_rollout,
+    events,
+    frontend_routes,
+    inference_service,
+    proxy_weights,
+    rollout_plan,
+    topology_injection,
+)
 from reference_impl.operator.behaviour import REFERENCE, Behaviour, bound_node
 from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
 
@@ -146,7 +155,8 @@ class Reconciler:
         proxy = proxies[0] if proxies else None
         if proxy is None:
             self._create_pod(meta["namespace"], dgd_pods.proxy_pod(dgd, self.images))
-        plan = dgd_rollout.plan(dgd, existing, levels, self.images, self.behaviour)
+        routes = frontend_routes.read(dgd_rollout.routing_frontends(dgd, existing), dgd_pods.FRONTEND_PORT)
+        plan = dgd_rollout.plan(dgd, existing, levels, self.images, self.behaviour, routes)
         # NB: weights first: they already leave out the workers this step deletes, so no frontend keeps traffic for them.
         proxy_note = self._sync_proxy(dgd, proxy, plan)
         for manifest in plan.create:

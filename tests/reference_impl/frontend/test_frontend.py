@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -19,6 +20,7 @@ from fixtures.process_env import ProcessEnvironment
 from fixtures.reference.adapter import ReferenceDeployment, ReferenceImplementation
 from protocol import tokenizer, waiting
 from reference_impl.frontend import app as frontend_app
+from reference_impl.operator import frontend_routes
 from tests.conftest import serve_process
 
 MODEL = "m"
@@ -44,6 +46,13 @@ async def test_a_worker_with_another_model_card_is_rejected_and_never_routed_to(
         async with http.get(dep.frontend_url + "/status") as resp:
             status = await resp.json()
         assert [r["engine_id"] for r in status["rejected"]] == [odd.engine_id]
+        # NB: what the operator's rollout reads: the workers a frontend has found, accepted or not
+        assert ([w["url"] for w in status["workers"]], [r["url"] for r in status["rejected"]]) == ([dep.workers[0].url], [odd.url])
+        host, port = urlsplit(dep.frontend_url).hostname, urlsplit(dep.frontend_url).port
+        assert host and port
+        routed = await frontend_routes.routed_by({"fe": host, "gone": "127.0.0.254"}, port)
+        found = frozenset({urlsplit(dep.workers[0].url).hostname, urlsplit(odd.url).hostname})
+        assert routed == {"fe": found}, "a frontend that does not answer is left out"
         outcomes = await traffic.many(http, dep.frontend_url, MODEL, 16, concurrency=4)
         assert all(o.ok for o in outcomes)
         truth = GroundTruth(http)

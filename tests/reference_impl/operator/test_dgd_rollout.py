@@ -364,3 +364,58 @@ def test_ready_means_the_proxy_routes_to_the_ready_pods(proxy_note: str, ready: 
     status = reconcile.Reconciler._dgd_status(sim.spec, list(sim.pods.values()), plan, proxy, proxy_note)
     [condition] = [c for c in status["conditions"] if c["type"] == "Ready"]
     assert (condition["status"], condition["reason"]) == (ready, reason), status
+
+
+def _ready(pods: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**p, "status": {"conditions": [{"type": "Ready", "status": "True"}], "podIP": p["status"]["podIP"]}} for p in pods.values()]
+
+
+def test_a_new_worker_counts_for_the_steps_only_once_the_new_frontend_has_found_it() -> None:
+    """At 2:2 with maxSurge 0 / maxUnavailable 1, the old set's last prefill and decode go once the new ones serve:
+    Ready pods are not enough while the new frontend has not found them (its discovery polls)."""
+    sim = Sim(dgd())
+    sim.run()
+    old_ns, new_ns = rolled(sim, dgd(block="32", maxSurge=0, maxUnavailable=1))
+    for _ in range(10):  # NB: until the old and the new set each have one prefill and one decode
+        sim.tick()
+        if sorted(sim.by(kn.DYNAMO_NAMESPACE_LABEL).values()) == [1, 1, 1, 1, 1, 1]:
+            break
+    pods = _ready(sim.pods)
+    frontend = next(p["metadata"]["name"] for p in pods if p["metadata"]["labels"][kn.COMPONENT_LABEL] == "frontend"
+                    and p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL] == new_ns)  # fmt: skip
+    assert dgd_rollout.routing_frontends(sim.spec, pods) == {frontend: sim.pods[frontend]["status"]["podIP"]}
+    new_ips = frozenset(p["status"]["podIP"] for p in pods if p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL] == new_ns)
+    old_workers = {n for n, p in sim.pods.items() if p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL] == old_ns} - {
+        n for n, p in sim.pods.items() if p["metadata"]["labels"][kn.COMPONENT_LABEL] == "frontend"
+    }
+
+    def deleted(routes: dict[str, frozenset[str]]) -> set[str]:
+        return set(dgd_rollout.plan(sim.spec, pods, None, dgd_pods.Images(), REFERENCE, routes).delete)
+
+    assert deleted({frontend: new_ips}) == old_workers
+    assert deleted({frontend: frozenset()}) == set(), "the new frontend has found no new worker yet"
+    assert deleted({}) == set(), "the new frontend did not answer"
+    assert set(dgd_rollout.plan(sim.spec, pods, None, dgd_pods.Images()).delete) == old_workers, "routes=None: pod readiness alone"
+
+
+def _a_set_serves(pods: dict[str, dict[str, Any]]) -> bool:
+    """Some dynamo namespace has a Ready prefill and a Ready decode."""
+    ready: dict[str, set[str]] = {}
+    for p in pods.values():
+        labels = p["metadata"]["labels"]
+        if "conditions" in p["status"] and labels[kn.COMPONENT_LABEL] in ("prefill", "decode"):
+            ready.setdefault(labels[kn.DYNAMO_NAMESPACE_LABEL], set()).add(labels[kn.COMPONENT_LABEL])
+    return any(roles == {"prefill", "decode"} for roles in ready.values())
+
+
+@pytest.mark.parametrize("slower", ["prefill", "decode"])
+def test_a_set_keeps_every_component_throughout_a_rollout_with_max_unavailable_1(slower: str) -> None:
+    """At 2:2 with maxSurge 0 / maxUnavailable 1 and one role loading 3 ticks longer, the old set keeps its last worker of
+    the other role until the new set has both: else neither set has both, and the weights fall back to an even split
+    (a frontend with a decode alone serves it, one with a prefill alone cannot; the suite's CI saw both)."""
+    sim = Sim(dgd(), lag={slower: 3})
+    sim.run()
+    start = len(sim.history)
+    sim.spec = dgd(block="32", maxSurge=0, maxUnavailable=1)
+    sim.run()
+    assert all(_a_set_serves(state) for state in sim.seen[start:])
