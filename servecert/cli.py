@@ -55,6 +55,12 @@ def _bench_rollout(args: argparse.Namespace) -> int:
     return rollout_bench.run(args)
 
 
+def _bench_flakes(args: argparse.Namespace) -> int:
+    from benchmarks import flakes_bench
+
+    return flakes_bench.run(args)
+
+
 def _proxy_serve(args: argparse.Namespace) -> int:
     from reference_impl.traffic_split import haproxy
 
@@ -109,7 +115,7 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from benchmarks import cluster_bench, engine_bench, gang_bench, rollout_bench, router_bench
+    from benchmarks import cluster_bench, engine_bench, flakes_bench, gang_bench, rollout_bench, router_bench
     from conformance import certify
     from fakes import serve
     from reference_impl.frontend import serve as frontend_serve
@@ -155,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rollout_bench.add_arguments(bench_rollout)
     bench_rollout.set_defaults(run=_bench_rollout)
+    bench_flakes = bench.add_parser("flakes", help="certify N times in a row (optionally under stress); every failure with its diagnostics")
+    flakes_bench.add_arguments(bench_flakes)
+    bench_flakes.set_defaults(run=_bench_flakes)
 
     from fixtures.cluster import commands as cluster_commands
 
