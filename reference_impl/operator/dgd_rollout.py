@@ -120,13 +120,16 @@ def _count(value: int | str, of: int, rounding: Callable[[float], int]) -> int:
     return max(0, int(value))
 
 
-def routing_frontends(dgd: DynamoGraphDeployment, pods: Sequence[Pod]) -> dict[str, str]:
-    """Ready frontends of the spec's set (name -> IP) while old workers remain: those ``frontend_routes`` asks."""
+def routing_frontends(dgd: DynamoGraphDeployment, pods: Sequence[Pod]) -> tuple[dict[str, str], frozenset[str]]:
+    """While old workers remain: the spec's ready frontends (name -> IP) ``frontend_routes`` asks, and the IPs of the
+    spec's ready workers they should have found."""
     target = dgd_pods.revisions(dgd)
     views = [view(p) for p in pods if not p["metadata"].get("deletionTimestamp")]
-    if not any(not v.is_frontend and v.ctype != dgd_pods.PROXY and v.revisions.workers != target.workers for v in views):
-        return {}
-    return {v.name: v.ip for v in views if v.is_frontend and v.set_key == (target.workers, target.frontend) and v.ready and v.ip}
+    workers = [v for v in views if not v.is_frontend and v.ctype != dgd_pods.PROXY]
+    if all(v.revisions.workers == target.workers for v in workers):
+        return {}, frozenset()
+    frontends = {v.name: v.ip for v in views if v.is_frontend and v.set_key == (target.workers, target.frontend) and v.ready and v.ip}
+    return frontends, frozenset(v.ip for v in workers if v.revisions.workers == target.workers and v.ready and v.ip)
 
 
 def _found(workers: Sequence[PodView], frontends: Sequence[str], routes: Mapping[str, frozenset[str]] | None) -> list[PodView]:

@@ -21,12 +21,17 @@ fix by waiting; the suite's in-place operator must still finish its rollout and 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 import aiohttp
 
 TIMEOUT_S = 1.0
+"""How long one frontend's ``/status`` may take."""
+POLL_S = 0.1
+WAIT_S = 1.5
+"""How long a reconcile waits for the new frontends to find the spec's Ready workers before it plans without them."""
 
 
 async def _one(session: aiohttp.ClientSession, ip: str, port: int) -> frozenset[str] | None:
@@ -51,6 +56,20 @@ async def routed_by(frontends: Mapping[str, str], port: int) -> dict[str, frozen
     return {n: hosts for n, hosts in zip(names, found, strict=True) if hosts is not None}
 
 
-def read(frontends: Mapping[str, str], port: int) -> dict[str, frozenset[str]]:
-    """Frontend pod name -> IPs of the workers it has found (accepted or rejected), for those that answered."""
-    return asyncio.run(routed_by(frontends, port)) if frontends else {}
+async def _until_found(frontends: Mapping[str, str], port: int, wanted: frozenset[str], wait_s: float) -> dict[str, frozenset[str]]:
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = await routed_by(frontends, port)
+        missing = [n for n in frontends if not wanted <= found.get(n, frozenset())]
+        if not missing or time.monotonic() + POLL_S > deadline:
+            return found
+        await asyncio.sleep(POLL_S)
+
+
+def read(frontends: Mapping[str, str], port: int, wanted: frozenset[str] = frozenset()) -> dict[str, frozenset[str]]:
+    """Frontend pod name -> IPs of the workers it has found (accepted or rejected), for those that answered.
+
+    Asked again every ``POLL_S`` for up to ``WAIT_S`` while a frontend lacks one of ``wanted`` (the spec's Ready
+    workers): its discovery is a poll away, and the next reconcile would come only with the 1 s resync.
+    """
+    return asyncio.run(_until_found(frontends, port, wanted, WAIT_S)) if frontends else {}

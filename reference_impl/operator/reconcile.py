@@ -155,7 +155,8 @@ class Reconciler:
         proxy = proxies[0] if proxies else None
         if proxy is None:
             self._create_pod(meta["namespace"], dgd_pods.proxy_pod(dgd, self.images))
-        routes = frontend_routes.read(dgd_rollout.routing_frontends(dgd, existing), dgd_pods.FRONTEND_PORT)
+        asked, wanted = dgd_rollout.routing_frontends(dgd, existing)
+        routes = frontend_routes.read(asked, dgd_pods.FRONTEND_PORT, wanted)
         plan = dgd_rollout.plan(dgd, existing, levels, self.images, self.behaviour, routes)
         # NB: weights first: they already leave out the workers this step deletes, so no frontend keeps traffic for them.
         proxy_note = self._sync_proxy(dgd, proxy, plan)

@@ -383,8 +383,9 @@ def test_a_new_worker_counts_for_the_steps_only_once_the_new_frontend_has_found_
     pods = _ready(sim.pods)
     frontend = next(p["metadata"]["name"] for p in pods if p["metadata"]["labels"][kn.COMPONENT_LABEL] == "frontend"
                     and p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL] == new_ns)  # fmt: skip
-    assert dgd_rollout.routing_frontends(sim.spec, pods) == {frontend: sim.pods[frontend]["status"]["podIP"]}
     new_ips = frozenset(p["status"]["podIP"] for p in pods if p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL] == new_ns)
+    wanted = new_ips - {sim.pods[frontend]["status"]["podIP"]}
+    assert dgd_rollout.routing_frontends(sim.spec, pods) == ({frontend: sim.pods[frontend]["status"]["podIP"]}, wanted)
     old_workers = {n for n, p in sim.pods.items() if p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL] == old_ns} - {
         n for n, p in sim.pods.items() if p["metadata"]["labels"][kn.COMPONENT_LABEL] == "frontend"
     }
