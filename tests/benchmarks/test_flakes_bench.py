@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,21 +11,48 @@ import pytest
 
 from benchmarks import flakes_bench
 
-REPO = Path(__file__).resolve().parents[2]
+FAKE_CERTIFY = """
+import pathlib, sys
+report_dir = pathlib.Path(sys.argv[sys.argv.index("--report-dir") + 1])
+run = int(report_dir.name.rpartition("-")[2])
+failed = [] if run == 2 else ["RouterTopologyDefaultPolicyIsFail"]
+core = {"result": "failure" if failed else "success", "failedTests": failed}
+(report_dir / "conformance-report.yaml").write_text(
+    "profiles:\\n- name: ROUTER-TOPOLOGY\\n  core: " + repr(core).replace("'", '"') + "\\n"
+)
+if failed:
+    print("E   AssertionError: seed 000: the decode was chosen across zones")
+sys.exit(1 if failed else 0)
+"""
 
 
-@pytest.mark.slow
-def test_two_runs_of_a_broken_router_are_two_failures_naming_the_test_and_its_assertion(tmp_path: Path) -> None:
-    test = "RouterTopologyDefaultPolicyIsFail"
-    cmd = [sys.executable, "-m", "servecert", "bench", "flakes", "--profile", "ROUTER-TOPOLOGY", "--env", "process", "--runs", "2"]
-    cmd += ["--implementation", "tests.nonconforming.router:DefaultsToFallback", "--run-test", test, "--report-dir", str(tmp_path)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    figures = json.loads(done.stdout)
-    assert (figures["runs"], figures["certified"], figures["failed"]) == (2, 0, 2), figures
-    assert [f["failed_tests"] for f in figures["failures"]] == [[test], [test]], figures
-    assert all(f["assertions"] and f["assertions"][0].startswith("AssertionError") for f in figures["failures"]), figures
-    assert "run 2/2: NOT certified" in done.stderr and (tmp_path / "run-2" / "output.log").is_file()
+def test_three_runs_count_the_certified_ones_and_name_each_failure_with_its_test_and_assertion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The loop around ``servecert certify``, with a stand-in that fails runs 1 and 3 the way certify reports a failure."""
+    script = tmp_path / "fake_certify.py"
+    script.write_text(FAKE_CERTIFY)
+    monkeypatch.setattr(flakes_bench, "certify_command", lambda _args, folder: [sys.executable, str(script), "--report-dir", str(folder)])
+    args = argparse.Namespace(
+        profile="ROUTER-TOPOLOGY", runs=3, implementation="x", env="process", run_test=None, stress=0, run_timeout=60.0,
+        report_dir=tmp_path / "flakes", json=tmp_path / "figures.json",
+    )  # fmt: skip
+    assert flakes_bench.run(args) == 0
+    figures = json.loads((tmp_path / "figures.json").read_text())
+    assert (figures["runs"], figures["certified"], figures["failed"]) == (3, 1, 2), figures
+    failed = ["RouterTopologyDefaultPolicyIsFail"]
+    assert [(f["run"], f["failed_tests"]) for f in figures["failures"]] == [(1, failed), (3, failed)], figures
+    assert figures["failures"][0]["assertions"] == ["AssertionError: seed 000: the decode was chosen across zones"]
+    assert "run 3/3: NOT certified" in capsys.readouterr().err and (tmp_path / "flakes" / "run-3" / "output.log").is_file()
+
+
+def test_the_command_is_servecert_certify_with_the_given_options(tmp_path: Path) -> None:
+    args = argparse.Namespace(implementation="reference", env="cluster", profile="ROLLOUT-ISOLATION", run_test="RolloutSteps")
+    cmd = flakes_bench.certify_command(args, tmp_path)
+    assert cmd[1:] == [
+        "-m", "servecert", "certify", "--implementation", "reference", "--env", "cluster", "--profile", "ROLLOUT-ISOLATION",
+        "--report-dir", str(tmp_path), "--run-test", "RolloutSteps",
+    ]  # fmt: skip
 
 
 def test_assertion_lines_are_pytests_e_lines_deduplicated_and_bounded() -> None:
