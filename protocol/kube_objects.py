@@ -233,6 +233,7 @@ class DGDComponent(TypedDict, total=False):
     type: str
     replicas: int
     image: str
+    command: list[str]
     args: list[str]
     env: list[EnvVar]
     resources: dict[str, Any]

@@ -1,7 +1,8 @@
 """Which container images the pod runner brings to life, and the command each one runs.
 
-An ``ImageSpec`` turns a pod's container (its ``args``, its pod IP and port) into a local
-command. The fake engine image runs ``python -m servecert engine serve``, the reference
+An ``ImageSpec`` turns a pod's container (its ``command`` and ``args``, its pod IP and port) into
+a local command; a ``command`` must name the image's one program (``entrypoint``), as a real
+image holds only what it was built with. The fake engine image runs ``python -m servecert engine serve``, the reference
 frontend image ``python -m servecert frontend serve`` (ready when ``/health`` answers; with
 ``DYN_DISCOVERY_BACKEND=kubernetes`` in the pod's env it finds the engines through their
 WorkerMetadata objects), the traffic proxy image ``python -m servecert proxy serve`` (HAProxy;
@@ -42,6 +43,20 @@ class ImageSpec:
     """env var -> in-container path the program reads; set to the host dir when the pod mounts there."""
     port_flag: str | None = "--port"
     """Flag in ``args`` that names the listening port (used when the container declares no port)."""
+    entrypoint: tuple[str, ...] = ()
+    """The image's ENTRYPOINT, the one program it holds: a container ``command`` must start with it."""
+
+
+def container_args(spec: ImageSpec, command: Sequence[str], args: Sequence[str]) -> list[str]:
+    """The arguments the image's program gets: ``command`` past the entrypoint, then ``args`` (a Kubernetes container's
+    ``command`` replaces the image's ENTRYPOINT and ``args`` its CMD). Raises ValueError for a program the image lacks."""
+    if not command:
+        return list(args)
+    head = tuple(command[: len(spec.entrypoint)])
+    if not spec.entrypoint or head != spec.entrypoint:
+        program = " ".join(spec.entrypoint) or "no program a command can name"
+        raise ValueError(f'exec {" ".join(command[:3])!r}: not found in image {spec.image} (it runs `{program}` followed by arguments)')
+    return [*command[len(spec.entrypoint) :], *args]
 
 
 def _fake_engine(launch: Launch) -> list[str]:
@@ -64,9 +79,14 @@ KNOWN_IMAGES: dict[str, ImageSpec] = {
         image=FAKE_ENGINE_IMAGE,
         command=_fake_engine,
         mount_env={"DYN_TOPOLOGY_MOUNT_PATH": "/etc/podinfo/topology"},
+        entrypoint=("servecert", "engine", "serve"),
     ),
-    FRONTEND_IMAGE: ImageSpec(image=FRONTEND_IMAGE, command=_frontend, health_path="/health"),
-    TRAFFIC_PROXY_IMAGE: ImageSpec(image=TRAFFIC_PROXY_IMAGE, command=_traffic_proxy, health_path="/proxy/health"),
+    FRONTEND_IMAGE: ImageSpec(
+        image=FRONTEND_IMAGE, command=_frontend, health_path="/health", entrypoint=("servecert", "frontend", "serve")
+    ),
+    TRAFFIC_PROXY_IMAGE: ImageSpec(
+        image=TRAFFIC_PROXY_IMAGE, command=_traffic_proxy, health_path="/proxy/health", entrypoint=("servecert", "proxy", "serve")
+    ),
 }
 
 

@@ -307,7 +307,8 @@ class PodRunner:
         for var, default_path in spec.mount_env.items():
             if var not in env and default_path in mapping:
                 env[var] = mapping[default_path]
-        args = [podspec.remap_path(podspec.expand(a, env), mapping) for a in container.get("args") or []]
+        given = images.container_args(spec, list(container.get("command") or []), list(container.get("args") or []))
+        args = [podspec.remap_path(podspec.expand(a, env), mapping) for a in given]
         port = podspec.container_port(container, spec.default_port, spec.port_flag, args)
         run.argv = spec.command(images.Launch(args=args, host=work.ip, port=port))
         base = {k: os.environ[k] for k in PASS_ENV if k in os.environ}

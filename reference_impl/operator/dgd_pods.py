@@ -90,7 +90,9 @@ def _digest(value: Any) -> str:
 
 
 def _template(component: DGDComponent) -> dict[str, Any]:
-    return {key: component.get(key) for key in TEMPLATE_KEYS}
+    """The fields whose change rolls the component; ``command`` only when set, so DGDs without one keep their revisions."""
+    template = {key: component.get(key) for key in TEMPLATE_KEYS}
+    return template | ({"command": component["command"]} if component.get("command") else {})
 
 
 def revisions(dgd: DynamoGraphDeployment) -> Revisions:
@@ -220,6 +222,7 @@ def component_pod(
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": component.get("image") or (images.frontend if ctype == FRONTEND else images.worker),
+        **({"command": list(component["command"])} if component.get("command") else {}),
         "args": list(component.get("args") or []),
         "env": _merge_env(list(component.get("env") or []), env),
         "resources": dict(component.get("resources") or {}),

@@ -172,6 +172,32 @@ def env_block_size_change(dgd: dict[str, Any]) -> None:
                 var["value"] = "32"
 
 
+ENGINE_ENTRYPOINT = ("servecert", "engine", "serve")
+"""The fake engine image's program: a container ``command`` names it, then options of its own."""
+
+
+def block_size_in_command(dgd: dict[str, Any]) -> None:
+    """Workers get their block size from their container's command (the image's program and one option), not their args."""
+    for component in dgd["spec"]["components"]:
+        args = component["args"]
+        if "--block-size" in args:
+            at = args.index("--block-size")
+            component["command"] = [*ENGINE_ENTRYPOINT, "--block-size", args[at + 1]]
+            del args[at : at + 2]
+
+
+def command_block_size_change(dgd: dict[str, Any]) -> None:
+    for component in dgd["spec"]["components"]:
+        command = component.get("command") or []
+        if "--block-size" in command:
+            command[command.index("--block-size") + 1] = "32"
+
+
+def command_arg(pod: Mapping[str, Any], flag: str) -> str | None:
+    command = list(_container(pod).get("command") or [])
+    return command[command.index(flag) + 1] if flag in command and command.index(flag) + 1 < len(command) else None
+
+
 def env(pod: Mapping[str, Any], name: str) -> str | None:
     return next((str(v.get("value")) for v in _container(pod).get("env") or [] if v.get("name") == name), None)
 
@@ -202,8 +228,11 @@ def _new_tag(pod: Mapping[str, Any]) -> bool:
 
 BLOCK_SIZE = Scenario(MDC, block_size_change, lambda p: arg(p, "--block-size") == "32")
 ENV_BLOCK_SIZE = Scenario(MDC, env_block_size_change, lambda p: env(p, BLOCK_SIZE_ENV) == "32", shape=block_size_in_env)
-BLOCK_SIZE_CASES: Mapping[str, Scenario] = MappingProxyType({"args": BLOCK_SIZE, "env": ENV_BLOCK_SIZE})
-"""RolloutBlockSize's cases: seed 001 2's worker changes to "args, or environment variables"."""
+COMMAND_BLOCK_SIZE = Scenario(
+    MDC, command_block_size_change, lambda p: command_arg(p, "--block-size") == "32", shape=block_size_in_command
+)
+BLOCK_SIZE_CASES: Mapping[str, Scenario] = MappingProxyType({"args": BLOCK_SIZE, "env": ENV_BLOCK_SIZE, "command": COMMAND_BLOCK_SIZE})
+"""RolloutBlockSize's cases: seed 001 2's worker changes to "command, args, or environment variables"."""
 TENSOR_PARALLEL = Scenario(KV_LAYOUT, tensor_parallel_change, lambda p: arg(p, "--tensor-parallel-size") == "2")
 RUNTIME = Scenario(RUNTIME_API, runtime_change, _new_tag, _new_tag)
 FRONTEND_IMAGE = Scenario(FRONTEND, frontend_change, None, _new_tag)

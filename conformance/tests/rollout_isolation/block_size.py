@@ -1,7 +1,8 @@
 """Seed 001 3.1: a block size change (16 -> 32) changes the model card; the rollout must not mix cards.
 
-Two cases, as seed 001 2 names worker changes to "command, args, or environment variables": the
-block size in the engines' args, and in their env (``SERVECERT_ENGINE_BLOCK_SIZE``).
+Three cases, as seed 001 2 names worker changes to "command, args, or environment variables": the
+block size in the engines' args, in their env (``SERVECERT_ENGINE_BLOCK_SIZE``), and in their
+container's command (``servecert engine serve --block-size 16``, the image's program and an option).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ async def check(ctx: TestContext) -> None:
 
 TEST = ConformanceTest(
     short_name="RolloutBlockSize",
-    description="Block size 16 -> 32 (in the engines' args; in their env) under streaming load: zero failed requests, every "
-    "request preprocessed with its worker's card, no starved worker, traffic following the ready ratio, maxUnavailable and "
-    "the P:D ratio held, old pods gone.",
+    description="Block size 16 -> 32 (in the engines' args; in their env; in their container's command) under streaming "
+    "load: zero failed requests, every request preprocessed with its worker's card, no starved worker, traffic following the "
+    "ready ratio, maxUnavailable and the P:D ratio held, old pods gone.",
     features=(features.ROLLOUT_MDC_ISOLATION,),
     environments=frozenset({"cluster"}),
     slow=True,

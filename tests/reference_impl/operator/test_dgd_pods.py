@@ -231,3 +231,17 @@ def test_the_default_policy_is_the_behaviours_when_the_dgd_omits_it() -> None:
     del obj["spec"]["components"][0]["kvCacheTransferTopology"]["mismatchPolicy"]
     pod = short_named(dgd_pods.desired_pods(obj, DOMAINS, default_policy="fallback"))["my-llm-disagg-frontend-0"]
     assert env_values(pod)["DYN_ROUTER_KV_TRANSFER_MISMATCH_POLICY"] == "fallback"
+
+
+def test_a_command_reaches_the_container_and_rolls_the_workers_but_its_absence_changes_no_revision() -> None:
+    """Seed 001 2: "Changing command, args, or environment variables passed to workers" is a worker change."""
+    before = dgd_pods.revisions(dgd())
+    obj = dgd()
+    obj["spec"]["components"][2]["command"] = ["servecert", "engine", "serve", "--block-size", "32"]
+    pods = short_named(dgd_pods.desired_pods(obj, DOMAINS))
+    assert pods["my-llm-disagg-decode-worker-0"]["spec"]["containers"][0]["command"] == obj["spec"]["components"][2]["command"]
+    assert "command" not in pods["my-llm-disagg-prefill-worker-0"]["spec"]["containers"][0]
+    after = dgd_pods.revisions(obj)
+    assert after.workers != before.workers and after.frontend == before.frontend
+    plain = dgd()["spec"]["components"][2]
+    assert dgd_pods._template(plain) == {key: plain.get(key) for key in dgd_pods.TEMPLATE_KEYS}, "no command: the old template"
