@@ -3,15 +3,17 @@
 Data flow::
 
     Tree (SPINE_LEAF, ROCE_NVLINK: the seed's two examples; or generated from node labels)
-        -> install(env, tree)    the case's nodes (8 GPUs each) + HyperNodes named <namespace>-<name>
+        -> install(env, tree)    the case's nodes (8 GPUs; the tree's ``small`` ones 4)
+                                 + HyperNodes named <namespace>-<name>
         -> Installed.leaves      HyperNode -> the nodes it covers (the suite's own resolution)
     gang(env, ...)               PodGroup {minMember, networkTopology} + pods of 4 GPUs asking for it
         -> placement             pod -> node, read from the pods (spec.nodeName)
         -> tightest(...)         the lowest-tier HyperNode holding every placed pod
 
-Why 4-GPU pods on 8-GPU nodes: each node holds two pods, so a domain's size in pods is twice its
-nodes and a scheduler that spreads pods across nodes is caught as easily as one that ignores the
-tree. HyperNodes are cluster-scoped; each case's carry the namespace in their names and are
+Why 4-GPU pods on 8-GPU nodes: each node holds two pods, so a scheduler that spreads pods across
+nodes is caught as easily as one that ignores the tree. Why one 4-GPU node in every tier-1
+domain but the last: the domains differ in size, so a gang the size of the largest fits only
+it. HyperNodes are cluster-scoped; each case's carry the namespace in their names and are
 deleted with the case.
 """
 
@@ -31,18 +33,20 @@ from fixtures.cluster_env import ClusterEnvironment
 from protocol import waiting
 
 POD_GPUS = 4
-PODS_PER_NODE = gc.GPUS_PER_NODE // POD_GPUS
+SMALL_NODE_GPUS = 4
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 HN_GROUP, HN_VERSION, HN_PLURAL = hypernodes.GROUP, hypernodes.VERSION, hypernodes.PLURAL
 
 
 @dataclass(frozen=True)
 class Tree:
-    """Local node names and HyperNodes: name -> (tier, member type, member names)."""
+    """Local node names and HyperNodes: name -> (tier, member type, member names); nodes with fewer GPUs than 8."""
 
     name: str
     nodes: tuple[str, ...]
     hypernodes: Mapping[str, tuple[int, str, tuple[str, ...]]]
+    small: frozenset[str] = frozenset()
+    """Nodes of ``SMALL_NODE_GPUS`` (one pod): every tier-1 domain but the last has one, so one domain is largest."""
 
 
 def _pairs(prefix: str, nodes: Sequence[str], size: int) -> dict[str, tuple[str, ...]]:
@@ -54,7 +58,7 @@ def _spine_leaf() -> Tree:
     nodes = tuple(f"node{i}" for i in range(8))
     tree: dict[str, tuple[int, str, tuple[str, ...]]] = {s: (1, "Node", ns) for s, ns in _pairs("s", nodes, 2).items()}
     tree |= {"s4": (2, "HyperNode", ("s0", "s1")), "s5": (2, "HyperNode", ("s2", "s3")), "s6": (3, "HyperNode", ("s4", "s5"))}
-    return Tree("spine-leaf", nodes, tree)
+    return Tree("spine-leaf", nodes, tree, _first_of_each_but_last(tree))
 
 
 def _roce_nvlink() -> Tree:
@@ -70,7 +74,20 @@ def _roce_nvlink() -> Tree:
         "roce-network0": (2, "HyperNode", ("nvlink-network0", "nvlink-network1")),
         "roce-network1": (2, "HyperNode", ("nvlink-network2", "nvlink-network3")),
     }
-    return Tree("roce-nvlink", nodes, tree)
+    return Tree("roce-nvlink", nodes, tree, _first_of_each_but_last(tree))
+
+
+def _first_of_each_but_last(tree: Mapping[str, tuple[int, str, tuple[str, ...]]]) -> frozenset[str]:
+    """The first node of every tier-1 HyperNode but the last: those get ``SMALL_NODE_GPUS``.
+
+    With every node alike, any tier-1 domain holds a gang of its size, and a scheduler blind to
+    the tree that packs pods onto the first nodes lands in one by chance (seen: the default
+    scheduler passed NetworkTopologySoft in a CI run). With one domain larger than the others,
+    and the larger domains of each tier last, a gang that only fits the largest one is placed
+    there by the tree, not by luck.
+    """
+    tier1 = [members for tier, kind, members in tree.values() if tier == 1 and kind == "Node"]
+    return frozenset(members[0] for members in tier1[:-1])
 
 
 SPINE_LEAF = _spine_leaf()
@@ -84,6 +101,8 @@ class Installed:
 
     nodes: dict[str, dict[str, str]] = field(default_factory=dict)
     objects: list[dict[str, Any]] = field(default_factory=list)
+    gpus: dict[str, int] = field(default_factory=dict)
+    """GPUs of the nodes that do not have ``gc.GPUS_PER_NODE``."""
 
     @property
     def leaves(self) -> dict[str, set[str]]:
@@ -93,10 +112,19 @@ class Installed:
     def tiers(self) -> dict[str, int]:
         return {h["metadata"]["name"]: int(h["spec"]["tier"]) for h in self.objects}
 
+    def slots(self, node: str) -> int:
+        """Pods (of POD_GPUS) that fit on ``node``."""
+        return self.gpus.get(node, gc.GPUS_PER_NODE) // POD_GPUS
+
     def capacity(self, tier: int, pick: Any = min) -> int:
         """Pods (of POD_GPUS) that fit in the smallest (``pick=min``) or largest HyperNode of ``tier``."""
         leaves = self.leaves
-        return int(pick(len(leaves[h]) for h, t in self.tiers.items() if t == tier)) * PODS_PER_NODE
+        return int(pick(sum(self.slots(n) for n in leaves[h]) for h, t in self.tiers.items() if t == tier))
+
+    def holding(self, tier: int, pods: int) -> list[str]:
+        """The HyperNodes of ``tier`` with room for ``pods``."""
+        leaves = self.leaves
+        return sorted(h for h, t in self.tiers.items() if t == tier and sum(self.slots(n) for n in leaves[h]) >= pods)
 
     def tightest(self, placed: set[str]) -> tuple[str, int] | None:
         """The lowest-tier HyperNode covering every node in ``placed`` (None: no HyperNode does)."""
@@ -106,7 +134,7 @@ class Installed:
 
 def tree_objects(env: ClusterEnvironment, tree: Tree) -> Installed:
     prefix = env.namespace
-    out = Installed({f"{prefix}-{n}": {} for n in tree.nodes})
+    out = Installed({f"{prefix}-{n}": {} for n in tree.nodes}, gpus={f"{prefix}-{n}": SMALL_NODE_GPUS for n in tree.small})
     for name, (tier, kind, members) in tree.hypernodes.items():
         selectors = [{"type": kind, "selector": {"exactMatch": {"name": f"{prefix}-{m}"}}} for m in members]
         out.objects.append(
@@ -122,7 +150,8 @@ def tree_objects(env: ClusterEnvironment, tree: Tree) -> Installed:
 
 async def install(env: ClusterEnvironment, installed: Installed, *, ready_s: float) -> Installed:
     """Create the nodes (with their labels; Ready within ``ready_s``) and then the HyperNodes; all deleted when the case closes."""
-    await asyncio.gather(*(kc.add_node(env, gc.case_node(env, n, labels)) for n, labels in installed.nodes.items()))
+    nodes = [gc.case_node(env, n, labels, installed.gpus.get(n, gc.GPUS_PER_NODE)) for n, labels in installed.nodes.items()]
+    await asyncio.gather(*(kc.add_node(env, node) for node in nodes))
     await gc.nodes_ready(env, list(installed.nodes), ready_s)
     for obj in installed.objects:
         await create_hypernode(env, obj)
