@@ -92,7 +92,8 @@ def _wait(proc: subprocess.Popen[bytes], label: str, timeout_s: float) -> int | 
         except subprocess.TimeoutExpired:
             waited = time.monotonic() - started
             if waited > timeout_s:
-                proc.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)  # NB: certify and what it started (its own session)
                 proc.wait()
                 return None
             _say(f"{label}: {waited:.0f}s ...")
@@ -124,7 +125,7 @@ def one_run(args: argparse.Namespace, folder: Path, label: str) -> dict[str, Any
     log = folder / "output.log"
     started = time.monotonic()
     with log.open("wb") as out:
-        proc = subprocess.Popen(certify_command(args, folder), stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(certify_command(args, folder), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         _say(f"{label}: servecert certify started (pid {proc.pid}; output in {log})")
         code = _wait(proc, label, args.run_timeout)
     seconds = round(time.monotonic() - started, 1)
