@@ -9,7 +9,7 @@ implementation's labels or status. ``conformance.tests.rollout_isolation._verdic
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -82,9 +82,12 @@ def set_arg(dgd: dict[str, Any], flag: str, value: str) -> None:
             args[args.index(flag) + 1] = value
 
 
+def _value_after(items: Sequence[str], flag: str) -> str | None:
+    return items[items.index(flag) + 1] if flag in items and items.index(flag) + 1 < len(items) else None
+
+
 def arg(pod: Mapping[str, Any], flag: str) -> str | None:
-    args = list(_container(pod).get("args") or [])
-    return args[args.index(flag) + 1] if flag in args and args.index(flag) + 1 < len(args) else None
+    return _value_after(list(_container(pod).get("args") or []), flag)
 
 
 def _container(pod: Mapping[str, Any]) -> dict[str, Any]:
@@ -194,8 +197,7 @@ def command_block_size_change(dgd: dict[str, Any]) -> None:
 
 
 def command_arg(pod: Mapping[str, Any], flag: str) -> str | None:
-    command = list(_container(pod).get("command") or [])
-    return command[command.index(flag) + 1] if flag in command and command.index(flag) + 1 < len(command) else None
+    return _value_after(list(_container(pod).get("command") or []), flag)
 
 
 def env(pod: Mapping[str, Any], name: str) -> str | None:
