@@ -185,7 +185,7 @@ for _feature in (
     ),
     Feature(ROLLOUT_KV_LAYOUT_ISOLATION, "A KV-layout change (tensor parallel 1 -> 2) rolls with no KV transfer between layouts."),
     Feature(ROLLOUT_RUNTIME_ISOLATION, "A runtime version change rolls with no frontend ever talking to a worker of the other version."),
-    Feature(ROLLOUT_FRONTEND, "A frontend-only change moves traffic to the new frontend as it becomes ready and drains the old one."),
+    Feature(ROLLOUT_FRONTEND, "A frontend-only change moves frontend and workers into a new dynamo namespace together (seed 001 4.1)."),
     Feature(ROLLOUT_PAUSE_RESUME, "paused: true holds every count mid-rollout; unpausing completes it."),
     Feature(ROLLOUT_ROLLBACK, "Reverting the spec mid-rollout rolls back by the same mechanism, without a failed request."),
     Feature(

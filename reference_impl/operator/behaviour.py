@@ -64,7 +64,11 @@ class Behaviour:
     honour_max_unavailable: bool = True
     """Old workers go only while ready capacity stays >= target - maxUnavailable; False removes them at will (broken)."""
     new_frontend_first: bool = True
-    """Old frontends drain only once the spec's frontends are all ready; False drains them at once (broken)."""
+    """Old frontends drain only once the spec's frontends are all ready and their own workers gone; False drains them at
+    once (broken)."""
+    frontend_rolls_workers: bool = True
+    """Seed 001 4.1: a frontend-only change gets a new dynamo namespace too, and the workers roll into it with their new
+    frontend; False keeps the workers and puts the new frontend in their namespace (broken)."""
     honour_max_surge: bool = True
     """New workers are added within target + maxSurge; False creates every new worker at once (broken)."""
     workers_after_frontend: bool = True

@@ -4,9 +4,12 @@ Data flow: ``desired_pods(dgd, levels)`` takes the DGD object (as the API return
 domains of its ClusterTopology (or ``None`` when no frontend sets ``kvCacheTransferTopology``)
 and returns complete pod manifests of the spec's revision. A revision is a hash of templates
 (``revisions``): the workers' (every non-frontend component: image, args, env, resources, plus
-the topology settings they are given) and the frontend's. Seed 001 4.1.2: each worker revision
-lives in its own dynamo namespace, ``<k8s namespace>-<dgd>-<workers[:6]>``, so old and new
-workers never discover each other and each has its own frontend. Pods are named
+the topology settings they are given, plus the frontend's template) and the frontend's. Seed 001
+4.1.2: each worker revision lives in its own dynamo namespace, ``<k8s namespace>-<dgd>-<workers[:6]>``,
+so old and new workers never discover each other and each has its own frontend. A frontend-only
+change is a new workers revision too: seed 001 4.1 creates the new frontend in a new namespace B
+and sets ``DYN_NAMESPACE = B`` on the workers (T3), so "frontends and workers within each isolated
+namespace are always at the same version" — the workers roll with it. Pods are named
 ``<dgd>-<component>-<workers[:6]>-<index>`` (frontends ``...-<workers[:6]>-<frontend[:4]>-<index>``)
 so that a restarted operator recomputes the same names and never creates duplicates, and two
 revisions never collide; their labels carry both revisions (``rollout`` reads them back). What
@@ -95,12 +98,16 @@ def _template(component: DGDComponent) -> dict[str, Any]:
     return template | ({"command": component["command"]} if component.get("command") else {})
 
 
-def revisions(dgd: DynamoGraphDeployment) -> Revisions:
-    """Replicas and rolloutStrategy are not part of a template: changing them rolls nothing."""
+def revisions(dgd: DynamoGraphDeployment, frontend_rolls_workers: bool = True) -> Revisions:
+    """Replicas and rolloutStrategy are not part of a template: changing them rolls nothing.
+
+    ``frontend_rolls_workers=False`` leaves the frontend out of the workers' revision: a frontend-only
+    change then joins the old workers' namespace (broken)."""
     workers = [_template(c) for c in components(dgd) if c.get("type") != FRONTEND]
     frontends = [_template(c) for c in components(dgd) if c.get("type") == FRONTEND]
     topology = {"constraint": (dgd.get("spec") or {}).get("topologyConstraint"), "transfer": transfer_topology(dgd)}
-    return Revisions(_digest([workers, topology]), _digest(frontends))
+    together = [workers, topology, frontends] if frontend_rolls_workers else [workers, topology]
+    return Revisions(_digest(together), _digest(frontends))
 
 
 def dynamo_namespace(dgd: DynamoGraphDeployment, workers_revision: str | None = None, isolate: bool = True) -> str:
@@ -148,9 +155,11 @@ def desired_pods(
     isolate: bool = True,
     topology_wait: str | None = None,
     default_policy: str = DEFAULT_MISMATCH_POLICY,
+    revs: Revisions | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """name -> pod manifest for every replica of every component of the spec's revision (``counts`` overrides replicas)."""
-    revs = revisions(dgd)
+    """name -> pod manifest for every replica of every component of the spec's revision (``revs``, ``revisions(dgd)`` when
+    None; ``counts`` overrides replicas)."""
+    revs = revs or revisions(dgd)
     pods: dict[str, dict[str, Any]] = {}
     for component in components(dgd):
         wanted = replicas(component) if counts is None else counts.get(str(component["name"]), replicas(component))

@@ -17,10 +17,11 @@ computes the same plan (the status it writes is a report, and a resume needs not
 A rollback is the same mechanism: reverting the spec makes the old revision the target again,
 and the pods of the abandoned one become the old side.
 
-The frontend-only case: when only the frontend template changes, the workers stay; a new
-frontend set joins the same dynamo namespace (same workers, same card, nothing to isolate), and
-traffic moves to it as its replicas become ready; the old frontends then drain. A worker change
-always gets a new dynamo namespace with its own frontend, whatever else changed.
+Every change of a template, the frontend's alone included, is a new workers revision: a new
+dynamo namespace with its own frontend, the workers rolled into it step by step (seed 001 4.1,
+T1-T5: "Final State: Frontend + Workers in NS B"). The broken ``frontend_rolls_workers=False``
+keeps the workers on a frontend-only change and puts the new frontend beside them in their
+namespace; its weights then follow the sets' ready frontends (the workers behind them are the same).
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ class Plan:
     """Frontend pod name -> proxy weight (0..256), for ready frontends only."""
     frontends: dict[str, PodView] = field(default_factory=dict)
     """Every live frontend pod, by name: what the proxy's slots and the drains are made of."""
+    target: dgd_pods.Revisions = field(default_factory=lambda: dgd_pods.Revisions("", ""))
+    """The spec's revisions: the new side."""
     step: Step | None = None
     status: RolloutStatus = field(default_factory=RolloutStatus)
 
@@ -120,10 +123,12 @@ def _count(value: int | str, of: int, rounding: Callable[[float], int]) -> int:
     return max(0, int(value))
 
 
-def routing_frontends(dgd: DynamoGraphDeployment, pods: Sequence[Pod]) -> tuple[dict[str, str], frozenset[str]]:
+def routing_frontends(
+    dgd: DynamoGraphDeployment, pods: Sequence[Pod], behaviour: Behaviour = REFERENCE
+) -> tuple[dict[str, str], frozenset[str]]:
     """While old workers remain: the spec's ready frontends (name -> IP) ``frontend_routes`` asks, and the IPs of the
     spec's ready workers they should have found."""
-    target = dgd_pods.revisions(dgd)
+    target = dgd_pods.revisions(dgd, behaviour.frontend_rolls_workers)
     views = [view(p) for p in pods if not p["metadata"].get("deletionTimestamp")]
     workers = [v for v in views if not v.is_frontend and v.ctype != dgd_pods.PROXY]
     if all(v.revisions.workers == target.workers for v in workers):
@@ -154,7 +159,7 @@ def plan(
 ) -> Plan:
     """The next step; ``routes`` (``frontend_routes.read``) holds a new worker back from the steps until its frontends found it."""
     isolate = behaviour.isolate_rollouts
-    target = dgd_pods.revisions(dgd)
+    target = dgd_pods.revisions(dgd, behaviour.frontend_rolls_workers)
     views = [view(p) for p in pods]
     live = [v for v in views if not v.deleting]
     workers = [v for v in live if not v.is_frontend and v.ctype != dgd_pods.PROXY]
@@ -165,7 +170,7 @@ def plan(
     old_workers = [v for v in workers if v.revisions.workers != target.workers]
     target_set = (target.workers, target.frontend)
     target_frontends_ready = _all_ready(frontends, target_set, frontend_targets)
-    out = Plan(frontends={v.name: v for v in frontends})
+    out = Plan(frontends={v.name: v for v in frontends}, target=target)
     counts: dict[str, int] = dict(worker_targets)
     if old_workers:
         routing = [v.name for v in frontends if v.set_key == target_set and v.ready and v.ip]
@@ -176,13 +181,13 @@ def plan(
         out.delete += _scale_down(old_workers, out.step.old)
     counts.update(frontend_targets)
     desired = dgd_pods.desired_pods(
-        dgd, levels, images, counts, isolate, behaviour.worker_topology_wait, behaviour.default_mismatch_policy
+        dgd, levels, images, counts, isolate, behaviour.worker_topology_wait, behaviour.default_mismatch_policy, target
     )
     have = {v.name for v in live}
     out.create = [pod for name, pod in desired.items() if name not in have]
     out.delete += [v.name for v in live if _same_set(v, target) and v.name not in desired]
     for v in frontends:
-        if v.set_key != target_set and not _still_needed(v, old_workers, target_frontends_ready or not behaviour.new_frontend_first):
+        if v.set_key != target_set and (not behaviour.new_frontend_first or not _still_needed(v, old_workers, target_frontends_ready)):
             out.drain.append(v.name)
     going = set(out.delete)
     serving_workers = [w for w in workers if w.name not in going]
@@ -279,8 +284,8 @@ def _weights(
 
     Workers this step deletes are not counted (the caller applies weights before deleting), and a
     set without a ready worker of every component cannot serve a request, so it counts none. When
-    every set shares one workers revision (a frontend-only rollout), the sets' ready frontends are
-    the measure instead: the workers behind them are the same.
+    every set shares one workers revision (the broken ``frontend_rolls_workers=False``), the sets'
+    ready frontends are the measure instead: the workers behind them are the same.
     """
     serving = [v for v in frontends if v.ready and v.ip and v.name not in draining]
     sets = sorted({v.set_key for v in serving})

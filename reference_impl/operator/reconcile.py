@@ -155,7 +155,7 @@ class Reconciler:
         proxy = proxies[0] if proxies else None
         if proxy is None:
             self._create_pod(meta["namespace"], dgd_pods.proxy_pod(dgd, self.images))
-        asked, wanted = dgd_rollout.routing_frontends(dgd, existing)
+        asked, wanted = dgd_rollout.routing_frontends(dgd, existing, self.behaviour)
         routes = frontend_routes.read(asked, dgd_pods.FRONTEND_PORT, wanted)
         plan = dgd_rollout.plan(dgd, existing, levels, self.images, self.behaviour, routes)
         # NB: weights first: they already leave out the workers this step deletes, so no frontend keeps traffic for them.
@@ -221,7 +221,7 @@ class Reconciler:
 
     @staticmethod
     def _dgd_status(dgd: DynamoGraphDeployment, pods: list[Pod], plan: dgd_rollout.Plan, proxy: Pod | None, proxy_note: str) -> DGDStatus:
-        target = dgd_pods.revisions(dgd)
+        target = plan.target
         components: dict[str, dict[str, int]] = {}
         for component in dgd_pods.components(dgd):
             mine = [p for p in pods if p["metadata"]["labels"].get(kn.COMPONENT_LABEL) == component["name"]]

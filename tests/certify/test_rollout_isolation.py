@@ -4,7 +4,8 @@ Runs as a vendor would, in a subprocess joining this session's embedded cluster 
 broken operator (tests/nonconforming/rollout.py: one dynamo namespace for every revision) is
 certified on the three tests of seed 001's failure modes; each must fail, and its failure must
 name its mode. Each other broken rollout (a rule dropped from the reference) is certified on the
-test of its rule alone: the pause, maxUnavailable, the frontend's order, three wrong traffic
+test of its rule alone: the pause, maxUnavailable, the frontend's order, a frontend change that
+keeps the old workers (the new frontend joins their namespace), three wrong traffic
 splits (even, an instant switch, two steps late) on RolloutTrafficSplit, and two wrong step
 orders (maxSurge ignored, workers with the frontend) on RolloutSteps[seed-example].
 """
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.cluster
 PROFILE = "ROLLOUT-ISOLATION"
 SPLIT_OFF = "traffic split off the ready ratio"
 FRONTEND_FIRST = "before any new frontend was Ready"
+OWN_SIDE = "(itself new) sent requests to workers of versions ['old']"
 MODES = {"RolloutBlockSize": scenarios.MDC, "RolloutTensorParallel": scenarios.KV_LAYOUT, "RolloutRuntimeVersion": scenarios.RUNTIME_API}
 IN_PLACE_RUN = ("RolloutBlockSize[command]", "RolloutTensorParallel", "RolloutRuntimeVersion")
 """One case per mode: the in-place operator treats a change in args, env or command alike (one namespace for all)."""
@@ -81,6 +83,7 @@ def broken(adapter: str, test: str, mode: str, rule_named: str, group: str) -> A
         broken("IgnoresPause", "RolloutPauseResume", scenarios.PAUSE, "paused, yet", "rollout-broken"),
         broken("ScalesDownFirst", "RolloutRollback", scenarios.ROLLBACK, "maxUnavailable 0 exceeded", "rollout-broken"),
         broken("OldFrontendFirst", "RolloutFrontendImage", scenarios.FRONTEND, "requests failed", "rollout-broken"),
+        broken("FrontendJoinsOldWorkers", "RolloutFrontendImage", scenarios.FRONTEND, OWN_SIDE, "rollout-broken"),
         broken("NoSurgeLimit", "RolloutSteps[seed-example]", scenarios.STEPS, "maxSurge 1 exceeded", "rollout-broken"),
         broken("EvenSplit", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
         broken("SwitchAtOnce", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),

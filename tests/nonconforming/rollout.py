@@ -6,8 +6,11 @@
 * ``IgnoresPause``: ``spec.rolloutStrategy.paused`` is not honoured; the rollout steps on.
 * ``ScalesDownFirst``: old workers go without waiting for new ones to be ready (maxUnavailable
   ignored), so ready capacity dips below the target.
-* ``OldFrontendFirst``: a frontend-only change drains the old frontend at once, before the new one
-  is ready, so for a moment no frontend takes requests.
+* ``OldFrontendFirst``: the old frontend drains at once, before the new one is ready (and before
+  its workers are gone), so for a while no frontend that can serve takes requests.
+* ``FrontendJoinsOldWorkers``: a frontend-only change keeps the workers and puts the new frontend in
+  their dynamo namespace (the reference before seed 001 4.1's "Final State: Frontend + Workers in
+  NS B" was read as binding for frontend changes too): the new frontend serves through old workers.
 * ``EvenSplit``: the proxy splits traffic evenly between the old and new frontend sets whenever
   both can serve, as the plain Service seed 001 4.3 warns of does.
 * ``SwitchAtOnce``: all traffic goes to the new set as soon as it can serve (an instant switch).
@@ -30,6 +33,7 @@ IN_PLACE = Behaviour(isolate_rollouts=False)
 IGNORES_PAUSE = Behaviour(honour_pause=False)
 SCALES_DOWN_FIRST = Behaviour(honour_max_unavailable=False)
 OLD_FRONTEND_FIRST = Behaviour(new_frontend_first=False)
+FRONTEND_JOINS_OLD_WORKERS = Behaviour(frontend_rolls_workers=False)
 EVEN_SPLIT = Behaviour(split="even")
 SWITCH_AT_ONCE = Behaviour(split="switch")
 LAGGING_SPLIT = Behaviour(weight_lag_workers=2)
@@ -51,6 +55,10 @@ def ScalesDownFirst() -> ReferenceImplementation:
 
 def OldFrontendFirst() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:OLD_FRONTEND_FIRST")
+
+
+def FrontendJoinsOldWorkers() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:FRONTEND_JOINS_OLD_WORKERS")
 
 
 def EvenSplit() -> ReferenceImplementation:

@@ -145,11 +145,14 @@ async def run_in(
         await asyncio.sleep(timeouts.rollout_warm_s)
         changed = copy.deepcopy(dgd)
         scenario.change(changed)
+        judged = scenario.after(frozenset(p["metadata"]["uid"] for p in await kc.pods(env)))
         changed_at = time.time()
         await patch_spec(env, changed)
         if mid_way is not None:
-            await kc.wait_for(lambda: _some_new_ready(env, scenario), timeouts.rollout_s, "a first Ready pod of the new version")
+            await kc.wait_for(lambda: _some_new_ready(env, judged), timeouts.rollout_s, "a first Ready pod of the new version")
             await mid_way(env, changed)
+        # NB: the end is the changed kinds' final version alone: for a frontend-only change, the frontends (an
+        # implementation that keeps the old workers ends there, and the verdict names them).
         await kc.wait_for(
             lambda: versions_running(env, scenario, new=final_new), timeouts.rollout_s, "the rollout's end: the final version alone"
         )
@@ -163,7 +166,7 @@ async def run_in(
     records = read_ground_truth(env, timeline.every_pod())
     stale = await _stale_metadata(env, timeline)
     evidence = Evidence(
-        scenario,
+        judged,
         sent,
         records,
         timeline,

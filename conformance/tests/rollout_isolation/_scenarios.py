@@ -10,7 +10,7 @@ implementation's labels or status. ``conformance.tests.rollout_isolation._verdic
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -110,7 +110,8 @@ class Scenario:
     mode: str
     change: Callable[[dict[str, Any]], None]
     new_worker: Callable[[Mapping[str, Any]], bool] | None
-    """Whether a worker pod runs the changed version (its container spec); None: workers do not change."""
+    """Whether a worker pod runs the changed version (its container spec); None: their spec does not change (see
+    ``frontend_only``)."""
     new_frontend: Callable[[Mapping[str, Any]], bool] | None = None
     """The same for frontend pods; None: their spec does not change (their version is the workers they talk to)."""
     targets: Mapping[str, int] = field(default_factory=lambda: TARGETS)
@@ -124,6 +125,10 @@ class Scenario:
     """Its ``spec.rolloutStrategy`` (seed 001 4.1.2 assumes 1 and 0)."""
     shape: Callable[[dict[str, Any]], None] | None = None
     """Reshapes the suite's DGD before it is deployed (e.g. the block size moved from args to env)."""
+    frontend_only: bool = False
+    """Only the frontend's spec changes, yet the workers roll too: seed 001 4.1 creates the new frontend "with a new
+    DYN_NAMESPACE B" and sets "DYN_NAMESPACE = NS B" on the workers (T3), ending in "Frontend + Workers in NS B". A
+    worker's version is then whether it is a pod the change created (``after``)."""
 
     def dgd(self) -> dict[str, Any]:
         out = base_dgd(
@@ -136,9 +141,12 @@ class Scenario:
             self.shape(out)
         return out
 
-    @property
-    def workers_change(self) -> bool:
-        return self.new_worker is not None
+    def after(self, existing: frozenset[str]) -> Scenario:
+        """The scenario as judged once its change is made, ``existing`` the uids of the pods there before it: a
+        frontend-only change's new workers are the pods it created."""
+        if not self.frontend_only:
+            return self
+        return replace(self, new_worker=lambda pod: pod["metadata"]["uid"] not in existing)
 
     def version(self, pod: Mapping[str, Any]) -> bool | None:
         """True: new, False: old, None: a kind of pod whose spec the scenario does not change."""
@@ -237,7 +245,7 @@ BLOCK_SIZE_CASES: Mapping[str, Scenario] = MappingProxyType({"args": BLOCK_SIZE,
 """RolloutBlockSize's cases: seed 001 2's worker changes to "command, args, or environment variables"."""
 TENSOR_PARALLEL = Scenario(KV_LAYOUT, tensor_parallel_change, lambda p: arg(p, "--tensor-parallel-size") == "2")
 RUNTIME = Scenario(RUNTIME_API, runtime_change, _new_tag, _new_tag)
-FRONTEND_IMAGE = Scenario(FRONTEND, frontend_change, None, _new_tag)
+FRONTEND_IMAGE = Scenario(FRONTEND, frontend_change, None, _new_tag, frontend_only=True)
 STEPS = "seed 001 4.1.2 (rollout steps)"
 STEP_CASES: Mapping[str, Scenario] = MappingProxyType(
     {

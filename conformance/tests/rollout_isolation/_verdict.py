@@ -99,17 +99,12 @@ def side_counts(state: Mapping[str, kube_objects.Pod], scenario: Scenario, only_
 def new_share(state: Mapping[str, kube_objects.Pod], scenario: Scenario) -> float | None:
     """Seed 001 4.3's ``new_ready / (old_ready + new_ready)`` at one moment (None: nothing ready).
 
-    Workers count when the scenario changes workers, frontends when only they change. A version
-    counts its ready workers only while it has a ready worker of every role: a new prefill whose
-    decode is still loading serves no request, so it is no capacity to send traffic to.
+    A version counts its ready workers only while it has a ready worker of every role: a new
+    prefill whose decode is still loading serves no request, so it is no capacity to send traffic to.
     """
-    if not scenario.workers_change:
-        counts = side_counts(state, scenario, only_ready=True)
-        new, old = counts.get((True, "frontend"), 0), counts.get((False, "frontend"), 0)
-    else:
-        able = [state[name] for name in _could_serve(state, scenario)]
-        new = sum(1 for pod in able if scenario.is_new(pod))
-        old = len(able) - new
+    able = [state[name] for name in _could_serve(state, scenario)]
+    new = sum(1 for pod in able if scenario.is_new(pod))
+    old = len(able) - new
     return new / (new + old) if new + old else None
 
 
@@ -140,6 +135,10 @@ class Evidence:
     """Requests may still reach a worker this long after its deletion began (``rollout_deleted_route_s``)."""
     ratio_grace_s: float = _DEFAULTS.rollout_ratio_grace_s
     """A broken prefill:decode ratio shorter than this is a controller's pod-by-pod step, not a broken ratio."""
+
+    def __post_init__(self) -> None:
+        if self.scenario.new_worker is None:
+            raise ValueError(f"{self.scenario.mode}: judge the scenario as it is after its change (Scenario.after)")
 
 
 def verdict(ev: Evidence) -> list[str]:
@@ -227,8 +226,6 @@ def _starved_workers(ev: Evidence) -> list[str]:
     (seed 001 4.3.3 gives a set without one no traffic, e.g. a prefill whose decode never became
     ready before a rollback removed it).
     """
-    if not ev.scenario.workers_change:
-        return []
     served = _served_by(ev)
     start, end = ev.changed_at - ev.warm_s, ev.finished_at
     ready_for: dict[str, float] = defaultdict(float)
@@ -290,8 +287,6 @@ def _cross_version(ev: Evidence) -> list[str]:
             f"{len(protocol)} requests crossed runtime protocol versions (first: worker {p} speaks {r.get('engine_protocol_version')}, "
             f"request from {r.get('frontend')} spoke {r.get('protocol_version')})"
         )
-    if not ev.scenario.workers_change:
-        return out
     used: dict[str, set[bool | None]] = defaultdict(set)
     for p, r in ev.records:
         if p in pods and r.get("frontend") in pods:
@@ -344,12 +339,11 @@ def split_phases(ev: Evidence) -> list[SplitPhase]:
     pods = ev.timeline.every_pod()
     ratios = _ratio_series(ev)
     phases: list[SplitPhase] = []
-    for arrival, pod, r in sorted((float(r.get("arrival") or 0.0), pod, r) for pod, r in ev.records if _judged(ev, pod, r, pods)):
+    for arrival, pod in sorted((float(r.get("arrival") or 0.0), pod) for pod, r in ev.records if _judged(ev, pod, r, pods)):
         allowed = _ratio_range(ratios, arrival - ev.follow_s, arrival)
         if allowed is None:
             continue
-        who = r.get("frontend") if not ev.scenario.workers_change else pod
-        new = int(ev.scenario.is_new(pods[str(who)]))
+        new = int(ev.scenario.is_new(pods[pod]))
         last = phases[-1] if phases else None
         if last is not None and (last.lo, last.hi) == allowed:
             phases[-1] = dataclasses.replace(last, end=arrival, new=last.new + new, served=last.served + 1)
@@ -361,8 +355,7 @@ def split_phases(ev: Evidence) -> list[SplitPhase]:
 def _judged(ev: Evidence, pod: str, r: Mapping[str, Any], pods: Mapping[str, kube_objects.Pod]) -> bool:
     if r.get("role") not in ("decode", "agg") or r.get("outcome") != groundtruth.OK or pod not in pods:
         return False
-    who = r.get("frontend") if not ev.scenario.workers_change else pod
-    return who in pods and ev.changed_at <= float(r.get("arrival") or 0.0) <= ev.finished_at
+    return ev.changed_at <= float(r.get("arrival") or 0.0) <= ev.finished_at
 
 
 def _ratio_series(ev: Evidence) -> list[tuple[float, float | None]]:
@@ -493,10 +486,8 @@ def _workers_before_frontend(ev: Evidence) -> list[str]:
 
     A frontend created after the change is the new dynamo namespace's (the suite cannot read the
     namespace from the implementation's labels; when the frontend's own spec changes, its version
-    says the same). Only for rollouts that change workers.
+    says the same).
     """
-    if not ev.scenario.workers_change:
-        return []
     before = {name for name, pod in ev.timeline.at(ev.changed_at).items() if ctype(pod) == "frontend"}
     for t, state in ev.timeline.moments:
         if t < ev.changed_at:
@@ -579,9 +570,8 @@ def observed_shares(ev: Evidence) -> list[str]:
     pods = ev.timeline.every_pod()
     bins: dict[int, list[bool]] = defaultdict(list)
     for pod, r in ev.records:
-        who = pod if ev.scenario.workers_change else str(r.get("frontend"))
-        if r.get("role") in ("decode", "agg") and r.get("outcome") == groundtruth.OK and who in pods:
-            bins[int(float(r.get("arrival") or 0.0) - ev.changed_at)].append(ev.scenario.is_new(pods[who]))
+        if r.get("role") in ("decode", "agg") and r.get("outcome") == groundtruth.OK and pod in pods:
+            bins[int(float(r.get("arrival") or 0.0) - ev.changed_at)].append(ev.scenario.is_new(pods[pod]))
     return [f"{t}s:{sum(v)}/{len(v)}" for t, v in sorted(bins.items()) if -2 <= t <= ev.finished_at - ev.changed_at + 1]
 
 

@@ -81,7 +81,7 @@ def must_name(evidence: verdict.Evidence, *fragments: str) -> None:
     assert problems, "the verdict found nothing"
     for fragment in fragments:
         assert any(fragment in p for p in problems), (fragment, problems)
-    with pytest.raises(AssertionError, match=rf"^{re.escape(scenarios.BLOCK_SIZE.mode)}: "):
+    with pytest.raises(AssertionError, match=rf"^{re.escape(evidence.scenario.mode)}: "):
         verdict.rollout_must_be_clean(evidence)
 
 
@@ -162,6 +162,34 @@ def test_a_frontend_using_workers_of_both_versions_is_named() -> None:
     name, body = ev.records[-2]
     ev.records[-2] = (name, {**body, "frontend": "fe-old"})
     must_name(ev, "frontend fe-old sent requests to workers of versions ['new', 'old']")
+
+
+def frontend_image(state: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``state`` as RolloutFrontendImage sees it: the new frontend runs 1.7.0 (its workers' spec is the old one's)."""
+    if "fe-new" in state:
+        state["fe-new"]["spec"]["containers"][0]["image"] = "servecert/frontend:1.7.0"
+    return state
+
+
+def test_a_frontend_only_change_is_judged_by_the_workers_it_created() -> None:
+    """Seed 001 4.1: the new frontend and the workers move to namespace B together; a new frontend serving through the
+    workers of before the change (beside them in their namespace) is named, and so are those workers left at the end."""
+    existing = frozenset(p["metadata"]["uid"] for p in side(False).values())
+    with pytest.raises(ValueError, match=r"Scenario\.after"):
+        verdict.Evidence(scenarios.FRONTEND_IMAGE, [], [], verdict.Timeline([]), 0.0, END)
+    ev = clean()
+    ev.scenario = scenarios.FRONTEND_IMAGE.after(existing)
+    ev.timeline = verdict.Timeline([(t, frontend_image(state)) for t, state in ev.timeline.moments])
+    assert verdict.verdict(ev) == []
+    kept = frontend_image({**side(False), "fe-new": pod("fe-new", "frontend", True)})
+    del kept["fe-old"]
+    ev.timeline = verdict.Timeline([(0.0, side(False)), (SWITCH, kept)])
+    ev.records = [(p.replace("new", "old"), r) for p, r in ev.records]
+    must_name(
+        ev,
+        "frontend fe-new (itself new) sent requests to workers of versions ['old']",
+        "pods of the abandoned version still there at the end",
+    )
 
 
 def test_traffic_that_ignores_the_ready_ratio_is_named() -> None:

@@ -281,13 +281,19 @@ def test_reverting_the_spec_mid_way_rolls_back_to_the_old_namespace() -> None:
     assert namespaces(sim.pods) == {old_ns}
 
 
-def test_a_frontend_only_change_keeps_the_workers_and_moves_traffic_to_the_new_frontend() -> None:
+def test_a_frontend_only_change_moves_frontend_and_workers_to_a_new_namespace_frontend_first() -> None:
+    """Seed 001 4.1.1 T1-T5: the new frontend in namespace B first, the workers' DYN_NAMESPACE set to B (they roll),
+    "Final State: Frontend + Workers in NS B"."""
     sim = Sim(dgd())
     sim.run()
     workers = sorted(n for n, p in sim.pods.items() if "frontend" not in n)
-    sim.spec = dgd(frontend_image="servecert/frontend:2")
+    old_ns, new_ns = rolled(sim, dgd(frontend_image="servecert/frontend:2"))
+    assert old_ns != new_ns
+    first = sim.tick()
+    assert [p["metadata"]["labels"][kn.COMPONENT_LABEL] for p in first.create] == ["frontend"]
     sim.run()
-    assert sorted(n for n, p in sim.pods.items() if "frontend" not in n) == workers
+    assert namespaces(sim.pods) == {new_ns}
+    assert not set(workers) & set(sim.pods), "every worker of the end state is a new pod"
     [frontend] = [p for p in sim.pods.values() if p["metadata"]["labels"][kn.COMPONENT_TYPE_LABEL] == "frontend"]
     assert frontend["spec"]["containers"][0]["image"] == "servecert/frontend:2"
 
@@ -345,6 +351,14 @@ def test_the_broken_variants_each_break_their_rule() -> None:
     old_frontend_first.spec = dgd(frontend_image="servecert/frontend:2")
     plan = old_frontend_first.tick()
     assert plan.drain and not plan.weights.get(plan.create[0]["metadata"]["name"]), "the old frontend drains before the new one is up"
+
+    joins_old_workers = Sim(dgd(), Behaviour(frontend_rolls_workers=False))
+    joins_old_workers.run()
+    workers = sorted(n for n in joins_old_workers.pods if "frontend" not in n)
+    joins_old_workers.spec = dgd(frontend_image="servecert/frontend:2")
+    joins_old_workers.run()
+    assert sorted(n for n in joins_old_workers.pods if "frontend" not in n) == workers, "the new frontend serves through old workers"
+    assert len(namespaces(joins_old_workers.pods)) == 1
 
 
 @pytest.mark.parametrize(
