@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         cluster_state = embedded.up(name, topology.TopologySpec(), progress=_say)
         cluster = Cluster(name, "embedded", Path(cluster_state.kubeconfig), cluster_state)
         api = cluster.api()
-        operator, _ = operator_install.install(api)
+        operator = operator_install.install(api)
         session = ClusterSession(cluster, api, operator)
         env = ClusterEnvironment(session)
         try:

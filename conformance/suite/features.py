@@ -58,6 +58,8 @@ ROLLOUT_PAUSE_RESUME: Final = "RolloutPauseResume"
 ROLLOUT_ROLLBACK: Final = "RolloutRollback"
 ROLLOUT_TRAFFIC_SPLIT: Final = "RolloutTrafficSplit"
 ROLLOUT_STEPS: Final = "RolloutSteps"
+# Extended of ROLLOUT-ISOLATION (the suite's chaos cases)
+ROLLOUT_CONTROLLER_RESTART: Final = "RolloutControllerRestart"
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,10 @@ for _feature in (
     Feature(
         ROLLOUT_STEPS,
         "A rollout takes seed 001's steps within maxSurge and maxUnavailable: new frontend first, +1/-1 worker steps, old frontend last.",
+    ),
+    Feature(
+        ROLLOUT_CONTROLLER_RESTART,
+        "The controller killed mid-rollout and started again: nothing moves while it is down, then it resumes and finishes cleanly.",
     ),
 ):
     register(_feature)

@@ -143,7 +143,7 @@ ROLLOUT_ISOLATION = Profile(
             features.ROLLOUT_STEPS,
         }
     ),
-    extended=frozenset(),
+    extended=frozenset({features.ROLLOUT_CONTROLLER_RESTART}),
     environments=frozenset({"cluster"}),
 )
 

@@ -280,6 +280,23 @@ class Timeouts:
         bound=5.0,
         kind=MINIMUM,
     )
+    rollout_controller_dead_s: float = _setting(
+        4.0,
+        "s",
+        "RolloutControllerRestart: the controller stays killed this long mid-rollout, and nothing may be created or deleted "
+        "meanwhile. Longer is stricter. Conformant bound: at least 4 s.",
+        concern="rollout",
+        bound=4.0,
+        kind=MINIMUM,
+    )
+    rollout_controller_restart_s: float = _setting(
+        10.0,
+        "s",
+        "RolloutControllerRestart: how long a started-again controller may take to read the cluster and set the traffic split "
+        "again; the split may lag by the outage plus this. Conformant bound: at most 10 s.",
+        concern="rollout",
+        bound=10.0,
+    )
     # -- planner: PLANNER-SCALING. Scenario times are simulated seconds; the suite divides them by planner_time_scale.
     planner_time_scale: float = _setting(
         4.0,

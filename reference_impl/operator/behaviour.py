@@ -71,6 +71,12 @@ class Behaviour:
     frontend; False keeps the workers and puts the new frontend in their namespace (broken)."""
     honour_max_surge: bool = True
     """New workers are added within target + maxSurge; False creates every new worker at once (broken)."""
+    honour_ratio: bool = True
+    """Seed 001 4.1.2: the prefill:decode ratio holds within one worker on each side; False moves each component at its own
+    pace (broken)."""
+    resume_rollouts: bool = True
+    """A started operator resumes a rollout from the pods and the spec; False takes the other revision's workers for orphans
+    on its first reconcile of each DGD and deletes them all (broken)."""
     workers_after_frontend: bool = True
     """Seed 001 T1-T3: new workers only once the new frontend is ready; False creates them with it (broken)."""
     split: str = "ready"

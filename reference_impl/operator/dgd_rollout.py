@@ -137,6 +137,12 @@ def routing_frontends(
     return frontends, frozenset(v.ip for v in workers if v.revisions.workers == target.workers and v.ready and v.ip)
 
 
+def other_revisions(dgd: DynamoGraphDeployment, pods: Sequence[Pod], target: dgd_pods.Revisions) -> list[str]:
+    """Worker pods of any revision but ``target``, not already going (the broken ``resume_rollouts=False`` deletes them)."""
+    views = [view(p) for p in pods if not p["metadata"].get("deletionTimestamp")]
+    return sorted(v.name for v in views if not v.is_frontend and v.ctype != dgd_pods.PROXY and v.revisions.workers != target.workers)
+
+
 def _found(workers: Sequence[PodView], frontends: Sequence[str], routes: Mapping[str, frozenset[str]] | None) -> list[PodView]:
     """``workers``, each Ready only if every one of ``frontends`` has found it (``routes=None``: pod readiness alone)."""
     if routes is None:
@@ -204,6 +210,8 @@ def _broken_as_asked(s: Situation, behaviour: Behaviour) -> Situation:
         s = dataclasses.replace(s, max_unavailable=sum(s.target.values()))
     if not behaviour.honour_max_surge:
         s = dataclasses.replace(s, max_surge=sum(s.target.values()))
+    if not behaviour.honour_ratio:
+        s = dataclasses.replace(s, keep_ratio=False)
     if not behaviour.workers_after_frontend:
         s = dataclasses.replace(s, frontend_ready=True)
     return s

@@ -4,8 +4,9 @@ Data flow: ``dgd_rollout.plan`` says which frontend pods serve with which weight
 drain; ``sync`` reads HAProxy's slots back (``show servers state``), points a free slot at each
 serving frontend that has none, sets weights that differ (``set weight``: new requests only,
 streams in flight stay where they are) — raises before lowers, so no moment between two
-commands leaves every slot at 0 — drains the retiring ones, puts slots of pods that are gone back
-in maintenance, and returns the streams still open on each draining frontend (``show stat``).
+commands leaves every slot at 0 — then puts slots of pods that are gone back in maintenance (after
+the raises: a frontend deleted without a drain may have held the only weight), drains the
+retiring ones, and returns the streams still open on each draining frontend (``show stat``).
 The caller then deletes a drained frontend, which finishes those streams on SIGTERM while
 HAProxy keeps their connections. Level-based like the rest of the operator: the proxy is read
 every time, so a restarted operator (or proxy) converges.
@@ -25,6 +26,11 @@ class Frontend:
     name: str
     ip: str
     port: int
+
+
+def _outside_maint(server: Server) -> bool:
+    """Not in maintenance: serving, draining, or still pointing at a frontend; ``release`` puts it back."""
+    return not server.admin_state & MAINT
 
 
 def _slot_of(servers: Mapping[str, Server], frontend: Frontend) -> str | None:
@@ -52,23 +58,27 @@ async def sync(api: RuntimeApi, frontends: Mapping[str, Frontend], weights: Mapp
     """Apply; returns name -> streams in flight for each draining frontend that still has a slot."""
     servers = await api.servers()
     known = {(f.ip, f.port) for f in frontends.values()}
-    free = sorted(slot for slot, s in servers.items() if (s.address, s.port) not in known)
-    for slot in free:
-        if not servers[slot].admin_state & MAINT:
-            await api.release(slot)
+    # NB: slots already out of service first: a slot of a frontend that is gone may still be the only one weighted.
+    free = sorted((slot for slot, s in servers.items() if (s.address, s.port) not in known), key=lambda n: (_outside_maint(servers[n]), n))
     for name, weight in _raises_first(servers, frontends, weights):
         frontend = frontends[name]
         found = _slot_of(servers, frontend)
         if found is None:
             if not free:
                 raise RuntimeError(f"the proxy has no free slot for frontend {name}; raise dgd_pods.PROXY_SLOTS")
-            await api.assign(free.pop(0), frontend.ip, frontend.port, weight)
+            taken = free.pop(0)
+            if _outside_maint(servers[taken]):
+                await api.release(taken)  # NB: a slot is pointed elsewhere only while out of service
+            await api.assign(taken, frontend.ip, frontend.port, weight)
             continue
         server = servers[found]
         if server.weight != weight:
             await api.set_weight(found, weight)
         if not server.in_service:
             await api.command(f"set server {BACKEND}/{found} state ready")
+    for slot in free:  # NB: after the raises: the frontends that take over are weighted before these go
+        if _outside_maint(servers[slot]):
+            await api.release(slot)
     open_streams: dict[str, int] = {}
     sessions: dict[str, int] | None = None
     for name in sorted(draining):

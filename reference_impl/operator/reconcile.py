@@ -54,6 +54,8 @@ class Reconciler:
     api: Any
     behaviour: Behaviour = REFERENCE
     images: dgd_pods.Images = field(default_factory=dgd_pods.Images)
+    reconciled: set[str] = field(default_factory=set)
+    """Uids of the DGDs reconciled since this process started (only the broken ``resume_rollouts=False`` reads it)."""
 
     @property
     def core(self) -> Any:
@@ -158,6 +160,9 @@ class Reconciler:
         asked, wanted = dgd_rollout.routing_frontends(dgd, existing, self.behaviour)
         routes = frontend_routes.read(asked, dgd_pods.FRONTEND_PORT, wanted)
         plan = dgd_rollout.plan(dgd, existing, levels, self.images, self.behaviour, routes)
+        if not self.behaviour.resume_rollouts and meta["uid"] not in self.reconciled:
+            plan.delete += dgd_rollout.other_revisions(dgd, existing, plan.target)
+        self.reconciled.add(meta["uid"])
         # NB: weights first: they already leave out the workers this step deletes, so no frontend keeps traffic for them.
         proxy_note = self._sync_proxy(dgd, proxy, plan)
         for manifest in plan.create:

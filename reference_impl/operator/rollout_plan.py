@@ -59,6 +59,8 @@ class Situation:
     paused: bool = False
     max_surge: int = 1
     max_unavailable: int = 0
+    keep_ratio: bool = True
+    """The prefill:decode ratio rule; False moves each component at its own pace (broken)."""
 
     def __post_init__(self) -> None:
         if self.max_surge < 0 or self.max_unavailable < 0 or self.max_surge + self.max_unavailable == 0:
@@ -96,7 +98,7 @@ def _may_add(s: Situation, name: str, new: Mapping[str, int], old: Mapping[str, 
         return False  # NB: at most maxSurge (at least one) new workers on their way up at once
     if old[name] + new[name] + 1 > target + s.max_surge:
         return False
-    return _one_ahead_at_most(new, s.target, name)
+    return not s.keep_ratio or _one_ahead_at_most(new, s.target, name)
 
 
 def _new_side_serves(s: Situation) -> bool:
@@ -111,7 +113,7 @@ def _may_remove(s: Situation, name: str, new: Mapping[str, int], old: Mapping[st
         return False
     if keep_last and old[name] == 1 and not _new_side_serves(s):
         return False  # NB: at 2:2 with maxUnavailable 1, the last old prefill stays until a new decode is ready too
-    if not _keeps_ratio({**old, name: old[name] - 1}, s.target):
+    if s.keep_ratio and not _keeps_ratio({**old, name: old[name] - 1}, s.target):
         return False  # NB: e.g. at 4:2, the last old decode stays while two old prefill do: they serve nothing without it
     if old_side.desired > old_side.ready:
         return True  # NB: an old worker that is not ready goes first; availability is unchanged

@@ -6,8 +6,9 @@ certified on the three tests of seed 001's failure modes; each must fail, and it
 name its mode. Each other broken rollout (a rule dropped from the reference) is certified on the
 test of its rule alone: the pause, maxUnavailable, the frontend's order, a frontend change that
 keeps the old workers (the new frontend joins their namespace), three wrong traffic
-splits (even, an instant switch, two steps late) on RolloutTrafficSplit, and two wrong step
-orders (maxSurge ignored, workers with the frontend) on RolloutSteps[seed-example].
+splits (even, an instant switch, two steps late) on RolloutTrafficSplit, and three wrong step
+orders (maxSurge ignored, workers with the frontend, the P:D ratio ignored) on RolloutSteps[seed-example],
+and an operator that deletes the other revision's workers when it starts, on RolloutControllerRestart.
 """
 
 from __future__ import annotations
@@ -45,10 +46,12 @@ def test_the_reference_is_certified_on_rollout_isolation(cluster: Cluster, tmp_p
         pytest.skip(f"backend {cluster.backend} has no pod runner")
     code, report, output = certify(cluster, "reference", tmp_path)
     assert code == 0, output[-4000:]
-    core = profile_of(report, PROFILE)["core"]
+    profile = profile_of(report, PROFILE)
+    core, extended = profile["core"], profile["extended"]
     assert core["result"] == "success", core
     # NB: the report counts tests, not cases: 8 tests, 12 cases (RolloutBlockSize has 3, RolloutSteps 3).
     assert core["statistics"]["passed"] == 8 and core["statistics"]["skipped"] == 0, core
+    assert extended["result"] == "success" and extended["statistics"]["passed"] == 1, extended  # RolloutControllerRestart
 
 
 @pytest.mark.slow
@@ -89,6 +92,8 @@ def broken(adapter: str, test: str, mode: str, rule_named: str, group: str) -> A
         broken("SwitchAtOnce", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
         broken("LaggingSplit", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
         broken("WorkersWithFrontend", "RolloutSteps[seed-example]", scenarios.STEPS, FRONTEND_FIRST, "rollout-in-place"),
+        broken("IgnoresRatio", "RolloutSteps[seed-example]", scenarios.STEPS, "prefill:decode ratio broken", "rollout-broken"),
+        broken("CollectsOnRestart", "RolloutControllerRestart", scenarios.RESTART, "maxUnavailable 0 exceeded", "rollout-in-place"),
     ],
 )
 def test_a_broken_rollout_is_failed_by_the_test_of_its_rule(

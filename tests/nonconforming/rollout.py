@@ -19,6 +19,11 @@
 * ``NoSurgeLimit``: every new worker is created at once (maxSurge ignored), as a blue/green switch
   of the worker sets would.
 * ``WorkersWithFrontend``: the new workers are created with the new frontend, not once it is ready.
+* ``CollectsOnRestart``: a started operator takes the other revision's workers for orphans and deletes
+  them all on its first reconcile of each DGD: harmless on a fresh start, a capacity drop after a
+  restart mid-rollout.
+* ``IgnoresRatio``: each component moves at its own pace (the prefill:decode ratio rule dropped): at
+  4:2 the decodes finish first, leaving the old side two prefill and no decode for two steps.
 
 Everything else — the steps, the proxy's weights, the drains — is the reference's.
 ``tests/certify/test_rollout_isolation.py`` certifies each on the tests that must catch it.
@@ -39,6 +44,8 @@ SWITCH_AT_ONCE = Behaviour(split="switch")
 LAGGING_SPLIT = Behaviour(weight_lag_workers=2)
 NO_SURGE_LIMIT = Behaviour(honour_max_surge=False)
 WORKERS_WITH_FRONTEND = Behaviour(workers_after_frontend=False)
+IGNORES_RATIO = Behaviour(honour_ratio=False)
+COLLECTS_ON_RESTART = Behaviour(resume_rollouts=False)
 
 
 def InPlace() -> ReferenceImplementation:
@@ -79,3 +86,11 @@ def NoSurgeLimit() -> ReferenceImplementation:
 
 def WorkersWithFrontend() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:WORKERS_WITH_FRONTEND")
+
+
+def IgnoresRatio() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:IGNORES_RATIO")
+
+
+def CollectsOnRestart() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:COLLECTS_ON_RESTART")

@@ -39,6 +39,7 @@ RUNTIME_API = "seed 001 3.3 (runtime API)"
 FRONTEND = "frontend rollout"
 PAUSE = "pause and resume"
 ROLLBACK = "rollback"
+RESTART = "controller restart"
 SPLIT = "seed 001 4.3 (traffic split)"
 
 _COMPONENT = {"prefill": ("prefill", "prefill"), "decode": ("decode", "decode"), "agg": ("worker", "worker")}

@@ -275,6 +275,12 @@ def _layout_mismatches(ev: Evidence) -> list[str]:
 
 
 def _cross_version(ev: Evidence) -> list[str]:
+    """Seed 001 3.3 and 4's "frontends and workers within each isolated namespace are always at the same version".
+
+    No request crossed runtime protocol versions; no frontend sent to workers of both versions; a
+    frontend with a version of its own (its spec changed, or a frontend-only change's new one) sent
+    only to workers of that version.
+    """
     pods = ev.timeline.every_pod()
     protocol = [
         (p, r) for p, r in ev.records
@@ -583,9 +589,10 @@ def pods_changed(before: Mapping[str, bool], after: Mapping[str, bool]) -> tuple
     return created, deleted
 
 
-def counts_must_hold(before: Mapping[str, bool], after: Mapping[str, bool], held_s: float) -> None:
+def counts_must_hold(before: Mapping[str, bool], after: Mapping[str, bool], held_s: float, mode: str = PAUSE, why: str = "paused") -> None:
+    """Nothing created or deleted between two ``serving_pods`` views ``held_s`` apart (``why``: what should have held them)."""
     created, deleted = pods_changed(before, after)
     if created or deleted:
         raise AssertionError(
-            f"{PAUSE}: paused, yet within {held_s:.1f}s the operator created {created or 'nothing'} and deleted {deleted or 'nothing'}"
+            f"{mode}: {why}, yet within {held_s:.1f}s {created or 'nothing'} was created and {deleted or 'nothing'} deleted"
         )

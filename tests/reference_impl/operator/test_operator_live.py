@@ -34,8 +34,8 @@ def api(cluster: Cluster) -> Iterator[Any]:
 
 @pytest.fixture
 def operator(api: Any) -> Iterator[tuple[operator_install.InstalledOperator, list[str]]]:
-    installed, argv = operator_install.install(api)
-    yield installed, argv
+    installed = operator_install.install(api)
+    yield installed, installed.argv
     installed.close()
 
 
@@ -78,12 +78,12 @@ def _story4(namespace: str) -> dict[str, Any]:
 def test_killed_mid_reconcile_the_operator_converges_without_duplicates_or_orphans(
     api: Any, operator: tuple[operator_install.InstalledOperator, list[str]], namespace: str
 ) -> None:
-    installed, argv = operator
+    installed, _argv = operator
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     body = _story4(namespace)
     custom.create_namespaced_custom_object(kn.IS_GROUP, kn.IS_VERSION, namespace, kn.IS_PLURAL, body)
     wait_until(lambda: "created pod" in installed.log_path.read_text(), "the operator to start creating pods")
-    installed.restart(argv)  # SIGKILL, whatever it was doing; back when its webhook answers
+    installed.restart()  # SIGKILL, whatever it was doing; back when its webhook answers
     # Then change the spec the killed one was working on: decode 2 -> 1 replica.
     roles = body["spec"]["roles"]
     roles[1]["replicas"] = 1

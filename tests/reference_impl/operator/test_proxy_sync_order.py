@@ -97,3 +97,22 @@ async def test_every_order_of_three_frontends_keeps_one_serving() -> None:
         api = RecordingApi({f"fe{i + 1}": slot(f"fe{i + 1}", fes[n].ip, 256 if n == before else 0) for i, n in enumerate(names)})
         await proxy_weights.sync(api, fes, {n: 256 if n == after else 0 for n in names}, set())  # type: ignore[arg-type]
         assert api.gaps == [], (before, after, api.commands)
+
+
+async def test_a_frontend_deleted_without_a_drain_loses_its_slot_only_after_its_replacement_is_weighted() -> None:
+    """The only weighted frontend's pod went without a drain (evicted, killed): its slot still holds all the weight.
+
+    Releasing it first (as ``sync`` once did) left HAProxy no usable slot until the replacement was
+    assigned — a window of HAProxy's own 503 ("No server is available", ``<NOSRV>``). The replacement
+    takes a slot already in maintenance, is weighted, and only then does the gone frontend's slot go.
+    """
+    fes = frontends("fe-new")
+    api = RecordingApi(
+        {
+            "fe1": slot("fe1", "127.0.9.99", 256),  # NB: the gone frontend's address: no live pod has it
+            "fe2": slot("fe2", "127.0.0.1", 0, admin_state=MAINT),
+        }
+    )
+    await proxy_weights.sync(api, fes, {"fe-new": 256}, set())  # type: ignore[arg-type]
+    assert api.gaps == [], api.commands
+    assert api.commands == ["assign fe2", "maint fe1"], api.commands

@@ -19,7 +19,7 @@ def ahead_by_at_most_one(counts: Counts, target: Counts) -> bool:
 
 
 def simulate(
-    target: Counts, surge: int, unavailable: int, lag: int, lags: Counts | None = None
+    target: Counts, surge: int, unavailable: int, lag: int, lags: Counts | None = None, keep_ratio: bool = True
 ) -> list[tuple[Counts, Counts, Counts, Counts, str]]:
     """Apply steps until Complete; a new worker becomes ready ``lag`` steps (``lags[c]``) after it is asked for."""
     old_d, old_r = dict(target), dict(target)
@@ -34,6 +34,7 @@ def simulate(
             {c: rp.Side(new_d[c], new_r[c]) for c in target},
             max_surge=surge,
             max_unavailable=unavailable,
+            keep_ratio=keep_ratio,
         )
         step = rp.next_step(situation)
         history.append((dict(old_d), dict(old_r), dict(new_d), new_r, step.phase))
@@ -75,6 +76,18 @@ def test_a_whole_rollout_keeps_every_bound_and_completes(
         assert serves or (surge == 0 and min(target.values()) == 1), (old_r, new_r)
     old_d, _, new_d, new_r, phase = history[-1]
     assert phase == rp.COMPLETE and new_r == target and all(v == 0 for v in old_d.values())
+
+
+def test_without_the_ratio_rule_the_old_side_runs_prefill_without_decode_at_seed_001s_example() -> None:
+    """tests/nonconforming/rollout.py:IgnoresRatio at 4:2, maxSurge 1: the surge and availability bounds hold, the ratio
+    does not — for two steps the old side has two prefill and no decode (RolloutSteps[seed-example] must see it)."""
+    target = {"prefill": 4, "decode": 2}
+    history = simulate(target, 1, 0, 1, keep_ratio=False)
+    for old_d, old_r, new_d, new_r, _phase in history:
+        for c, t in target.items():
+            assert old_d[c] + new_d[c] <= t + 1 and old_r[c] + new_r[c] >= t, (c, old_d, new_d)
+    broken = [old_d for old_d, *_ in history if not ahead_by_at_most_one(old_d, target)]
+    assert {"prefill": 2, "decode": 0} in broken and len(broken) >= 2, broken
 
 
 def test_default_strategy_is_seed_001_solution_b_one_for_one() -> None:

@@ -1,17 +1,12 @@
-"""Rollouts survive failures: the operator killed mid-rollout, an engine killed mid-stream.
+"""Rollouts survive failures: an engine killed mid-stream.
 
-Both drive the suite's own ROLLOUT-ISOLATION scenario (``conformance.tests.rollout_isolation._checks``: the
+It drives the suite's own ROLLOUT-ISOLATION scenario (``conformance.tests.rollout_isolation._checks``: the
 DGD of 1 frontend, 2 prefill, 2 decode, streaming traffic through its proxy, the fakes' ground
-truth) against a reference operator this test installs, so it can kill it by pid:
-
-* the operator is SIGKILLed once the first new worker is Ready, stays dead for ``DEAD_S`` (the
-  rollout must hold: nobody changes anything), and is started again: it must pick the rollout up
-  from the cluster (its pods and status) and finish it with every rollout rule held — zero failed
-  requests, no namespace mixing, capacity kept; only the traffic split may lag by the outage and
-  the restart (``RESTART_S``), since nothing moves the weights while no operator runs;
-* an old decode engine's process is SIGKILLed with streams in flight: every request the client
-  sent either succeeded or ended in an error (status or SSE error event) — never a stream that
-  just stops — and the rollout still ends with the new version alone.
+truth) against a reference operator this test installs: an old decode engine's process is
+SIGKILLed with streams in flight; every request the client sent either succeeded or ended in an
+error (status or SSE error event) — never a stream that just stops — and the rollout still ends
+with the new version alone. (The operator killed mid-rollout is a conformance test now:
+``conformance/tests/rollout_isolation/controller_restart.py``.)
 """
 
 from __future__ import annotations
@@ -36,49 +31,21 @@ from fixtures.reference import operator_install
 from protocol import waiting
 
 pytestmark = pytest.mark.cluster
-DEAD_S = 4.0
-RESTART_S = 10.0
-"""Allowance for the restarted operator to start, list the cluster and set the proxy's weights again."""
 
 
 @pytest.fixture
-def installed(cluster: Cluster) -> Iterator[tuple[ClusterEnvironment, operator_install.InstalledOperator, list[str]]]:
+def installed(cluster: Cluster) -> Iterator[tuple[ClusterEnvironment, operator_install.InstalledOperator]]:
     if not cluster.has_pod_runner:
         pytest.skip(f"backend {cluster.backend} has no pod runner")
     api = cluster.api()
-    operator, argv = operator_install.install(api)
+    operator = operator_install.install(api)
     session = ClusterSession(cluster, api, operator)
     env = ClusterEnvironment(session)
     try:
-        yield env, operator, argv
+        yield env, operator
     finally:
         asyncio.run(env.close())
         session.close()
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-@pytest.mark.xdist_group("rollout-in-place")
-def test_an_operator_killed_mid_rollout_resumes_and_completes_cleanly(
-    installed: tuple[ClusterEnvironment, operator_install.InstalledOperator, list[str]],
-) -> None:
-    env, operator, argv = installed
-    held: list[tuple[list[str], list[str]]] = []
-
-    async def kill_then_restart(env: ClusterEnvironment, changed: dict[str, Any]) -> None:
-        os.kill(operator.process.pid, signal.SIGKILL)
-        operator.process.wait(timeout=10)
-        await asyncio.sleep(1.0)  # NB: a pod the operator created just before may still be coming up
-        before = await rc.serving_pods(env)
-        await asyncio.sleep(DEAD_S)
-        held.append(verdict.pods_changed(before, await rc.serving_pods(env)))
-        await asyncio.to_thread(operator.restart, argv)
-
-    # NB: no operator, no weights that follow: the split may lag by the outage (1 s + DEAD_S) and the restart.
-    timeouts = Timeouts(weight_follow_s=1.0 + DEAD_S + RESTART_S)
-    evidence = asyncio.run(rc.run_in(env, timeouts, scenarios.BLOCK_SIZE, mid_way=kill_then_restart))
-    assert held == [([], [])], f"pods created / deleted while no operator ran: {held}"
-    verdict.rollout_must_be_clean(evidence)
 
 
 def _engine_pid(pod_ip: str, proc: Path = Path("/proc")) -> int | None:
@@ -99,9 +66,9 @@ def _engine_pid(pod_ip: str, proc: Path = Path("/proc")) -> int | None:
 @pytest.mark.timeout(600)
 @pytest.mark.xdist_group("rollout-in-place")
 def test_an_engine_killed_mid_stream_ends_its_streams_with_an_error_never_silently(
-    installed: tuple[ClusterEnvironment, operator_install.InstalledOperator, list[str]],
+    installed: tuple[ClusterEnvironment, operator_install.InstalledOperator],
 ) -> None:
-    env, _, _ = installed
+    env, _ = installed
     killed: list[str] = []
 
     async def kill_an_old_decode(env: ClusterEnvironment, changed: dict[str, Any]) -> None:
