@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 Runner = Callable[[argparse.Namespace], int]
 
@@ -17,6 +18,18 @@ def _engine_serve(args: argparse.Namespace) -> int:
     from fakes import serve
 
     return serve.run(args)
+
+
+def _engine_model_folder(args: argparse.Namespace) -> int:
+    from fakes import model_folder
+
+    for path in model_folder.write(args.folder, args.context_length):
+        print(path)
+    print(
+        f"the fake model's folder: load it as the tokenizer of the served model (e.g. aiperf --tokenizer {args.folder}); "
+        "its token counts equal the fake engines' usage"
+    )
+    return 0
 
 
 def _frontend_serve(args: argparse.Namespace) -> int:
@@ -130,6 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve_p = engine.add_parser("serve", help="start fake engines in the foreground and print their addresses")
     serve.add_arguments(serve_p)
     serve_p.set_defaults(run=_engine_serve)
+    folder_p = engine.add_parser(
+        "model-folder", help="write the fake model's folder (config.json, tokenizer.json, ...) for clients that count tokens"
+    )
+    folder_p.add_argument("folder", type=Path, help="the folder to write (created if missing)")
+    folder_p.add_argument("--context-length", type=int, default=8192, help="max_position_embeddings and model_max_length")
+    folder_p.set_defaults(run=_engine_model_folder)
 
     frontend = commands.add_parser("frontend", help="the reference frontend").add_subparsers(dest="action", required=True)
     frontend_p = frontend.add_parser("serve", help="run the reference frontend with file discovery")
