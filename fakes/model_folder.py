@@ -11,8 +11,9 @@ equal the engine's ``usage``:
   pieces of 8 by the regex's greed, as ``encode`` cuts it);
 * model: WordLevel over the engine's decode words (every word a fake engine generates is one
   known token, so re-tokenizing a completion's text counts its tokens) plus the specials
-  (``<unk>``, ``<s>``, ``</s>`` at ids 0-2, the chat role markers at their ids); any other piece is
-  ``<unk>``, still one token, as ``encode`` gives it one id;
+  (``<s>``, ``</s>`` at ids 1-2, the chat role markers at their ids); any other piece is the
+  unknown token ``unk`` (id 0), still one token, as ``encode`` gives it one id — and a plain word,
+  so text a client decodes from token ids (AIPerf builds prompts so) counts the same again;
 * chat template: each message as ``<|role|> content``, then ``<|assistant|>``, each marker one
   token (``protocol.tokenizer.render_chat``).
 
@@ -29,7 +30,12 @@ from typing import Any
 
 from protocol import tokenizer as words
 
-UNK, BOS, EOS = "<unk>", "<s>", "</s>"
+UNK, BOS, EOS = "unk", "<s>", "</s>"
+"""NB: the unknown token is a plain one-piece word: clients build prompts by decoding token ids (AIPerf samples its
+corpus's ids), and ``<unk>`` decoded would be three pieces ("<", "unk", ">") for the engine — AIPerf's first run
+saw 1652 prompt tokens in usage for 550 it had sampled."""
+RESERVED = "rsv{}"
+"""Ids below the first decode word that no special takes: one-piece words too, so any id decodes to one engine token."""
 PIECE_PATTERN = r"\w{1,8}|[^\w\s]"
 """``protocol.tokenizer``'s pieces (runs of at most ``MAX_PIECE`` word characters, single other characters)."""
 CHAT_TEMPLATE = (
@@ -40,21 +46,25 @@ FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_toke
 
 
 def _specials() -> dict[str, int]:
-    out = {UNK: 0, BOS: 1, EOS: words.EOS_ID}
+    """The tokens clients treat as special (skipped when they decode): BOS, EOS and the chat role markers."""
+    out = {BOS: 1, EOS: words.EOS_ID}
     out.update({f"<|{role}|>": token_id for role, token_id in words.ROLE_IDS.items()})
     return out
 
 
 def vocabulary() -> dict[str, int]:
-    """Specials, then each decode word at the first id the engine decodes to it; every other id below that is reserved."""
-    vocab = _specials()
+    """Specials, then each decode word at the first id the engine decodes to it; every other id below that is reserved.
+
+    Every entry is one engine piece except the specials (``<s>``, ``</s>``, ``<|role|>``), which clients skip when they
+    decode and which only the chat template writes."""
+    vocab = {UNK: 0, **_specials()}  # NB: the unknown token is no special: decoded, it must be text
     for token_id in range(words.FIRST_WORD_ID, words.VOCAB_SIZE):
         word = words.decode_token(token_id).strip()
         if word in vocab:
             break  # NB: the decode words repeat with a period; past the first, every word is taken
         vocab[word] = token_id
     taken = set(vocab.values())
-    vocab.update({f"<reserved_{i}>": i for i in range(max(taken)) if i not in taken})
+    vocab.update({RESERVED.format(i): i for i in range(max(taken)) if i not in taken})
     return vocab
 
 

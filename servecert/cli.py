@@ -44,6 +44,12 @@ def _bench_router(args: argparse.Namespace) -> int:
     return router_bench.run(args)
 
 
+def _bench_clients(args: argparse.Namespace) -> int:
+    from benchmarks import clients_bench
+
+    return clients_bench.run(args)
+
+
 def _bench_engine(args: argparse.Namespace) -> int:
     from benchmarks import engine_bench
 
@@ -128,7 +134,7 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from benchmarks import cluster_bench, engine_bench, flakes_bench, gang_bench, rollout_bench, router_bench
+    from benchmarks import clients_bench, cluster_bench, engine_bench, flakes_bench, gang_bench, rollout_bench, router_bench
     from conformance import certify
     from fakes import serve
     from reference_impl.frontend import serve as frontend_serve
@@ -169,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench_router = bench.add_parser("router", help="frontend + 2 engines under shared/bench/openai_load.py; routing decision time")
     router_bench.add_arguments(bench_router)
     bench_router.set_defaults(run=_bench_router)
+    bench_clients = bench.add_parser("clients", help="AIPerf beside servecert load run on the same stack: latencies and token counts")
+    clients_bench.add_arguments(bench_clients)
+    bench_clients.set_defaults(run=_bench_clients)
     bench_cluster = bench.add_parser("cluster", help="embedded cluster: warm up time, 1,000 GPU nodes Ready, 1,000 pods via Volcano")
     cluster_bench.add_arguments(bench_cluster)
     bench_cluster.set_defaults(run=_bench_cluster)

@@ -64,6 +64,23 @@ def test_a_completions_text_counts_one_token_per_generated_token(tok: tokenizers
     assert model_folder.UNK not in encoded.tokens
 
 
+@pytest.mark.parametrize("text", [*TEXTS, words.decode(range(300, 700)), "Shall I compare thee to a summer's day?"])
+def test_text_decoded_from_token_ids_counts_as_many_engine_tokens_as_ids(tok: tokenizers.Tokenizer, text: str) -> None:
+    """A client that builds a prompt by decoding ids (AIPerf samples its corpus's ids) sends text the engine counts alike.
+
+    Unknown words decode to the unknown token's own text, which must itself be one engine piece.
+    """
+    ids = tok.encode(text, add_special_tokens=False).ids
+    assert len(words.encode(tok.decode(ids))) == len(ids)
+
+
+def test_every_id_but_the_specials_decodes_to_one_engine_token(tok: tokenizers.Tokenizer) -> None:
+    specials = {t["id"] for t in model_folder.tokenizer_json()["added_tokens"]}
+    ids = [i for i in range(tok.get_vocab_size()) if i not in specials]
+    assert len(ids) == tok.get_vocab_size() - len(specials) > 4096
+    assert len(words.encode(tok.decode(ids))) == len(ids)
+
+
 def test_the_chat_template_gives_the_engines_chat_prompt_length(tmp_path: Path) -> None:
     """Rendered by the template, a chat is one marker per message plus the assistant's, as ``render_chat`` counts it."""
     jinja2 = pytest.importorskip("jinja2")

@@ -1,0 +1,65 @@
+"""``servecert bench clients``: AIPerf's token counts against the engine's usage and ground truth.
+
+The first test reads AIPerf-shaped artifacts written here, so the agreement figures are shown to
+catch a disagreement without AIPerf. The second runs the bench for real when AIPerf is installed
+(``SERVECERT_AIPERF`` or ``aiperf`` on PATH) and otherwise skips, saying how to install it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import clients_bench
+
+
+def _record(output: int, usage_out: int, isl: int, usage_in: int) -> dict[str, Any]:
+    values = {"output_token_count": output, "usage_completion_tokens": usage_out}
+    values |= {"input_sequence_length": isl, "usage_prompt_tokens": usage_in}
+    return {"metadata": {}, "metrics": {k: {"value": v, "unit": "tokens"} for k, v in values.items()}}
+
+
+def _artifacts(folder: Path, records: list[dict[str, Any]]) -> Path:
+    folder.mkdir(parents=True)
+    stats = {"p50": 1.0, "p99": 2.0, "avg": 32.0}
+    summary = {"time_to_first_token": stats, "inter_token_latency": stats, "output_sequence_length": stats}
+    (folder / "profile_export_aiperf.json").write_text(json.dumps(summary))
+    (folder / "profile_export.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder
+
+
+def test_a_request_whose_counts_disagree_is_counted(tmp_path: Path) -> None:
+    truth = [{"outcome": "ok", "completion_tokens": n, "prompt_tokens": 550} for n in (32, 30)]
+    agreeing = _artifacts(tmp_path / "a", [_record(32, 32, 550, 550), _record(30, 30, 550, 550)])
+    fig = clients_bench.aiperf_figures(agreeing, truth)
+    assert (fig["output_vs_usage_mismatches"], fig["input_vs_usage_mismatches"]) == (0, 0)
+    assert fig["output_equals_ground_truth"] and fig["input_equals_ground_truth"]
+    # NB: AIPerf's first run here: 8 client tokens for every completion, 550 for prompts the engine counted 1652.
+    off = _artifacts(tmp_path / "b", [_record(8, 32, 550, 1652), _record(30, 30, 550, 550)])
+    fig = clients_bench.aiperf_figures(off, truth)
+    assert (fig["output_vs_usage_mismatches"], fig["input_vs_usage_mismatches"]) == (1, 1)
+    assert not fig["output_equals_ground_truth"]
+
+
+def _aiperf() -> str | None:
+    return os.environ.get("SERVECERT_AIPERF") or shutil.which("aiperf")
+
+
+@pytest.mark.timeout(600)
+def test_aiperfs_token_counts_equal_the_engines_on_every_request() -> None:
+    exe = _aiperf()
+    if exe is None:
+        pytest.skip(f"AIPerf is not installed: {clients_bench.AIPERF_INSTALL}; then SERVECERT_AIPERF=~/aiperf/bin/aiperf")
+    args = argparse.Namespace(requests=60, concurrency=4, output_tokens=24, load_seconds=5.0, aiperf=Path(exe), json=None)
+    results = clients_bench.measure(args)
+    for name in ("aiperf/frontend", "aiperf/engine"):
+        fig = results[name]
+        assert fig["requests"] == 60 and fig["errors"] == 0, fig
+        assert (fig["output_vs_usage_mismatches"], fig["input_vs_usage_mismatches"]) == (0, 0), fig
+        assert fig["output_equals_ground_truth"] and fig["input_equals_ground_truth"], fig
