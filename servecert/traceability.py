@@ -111,6 +111,7 @@ REFERENCE_CODE: dict[str, tuple[str, ...]] = {
     "RolloutRollback": ("reference_impl/operator/dgd_rollout.py", "reference_impl/operator/rollout_plan.py"),
     "RolloutTrafficSplit": ("reference_impl/operator/dgd_rollout.py", "reference_impl/traffic_split/weights.py"),
     "RolloutSteps": ("reference_impl/operator/rollout_plan.py", "reference_impl/operator/dgd_rollout.py"),
+    "RolloutControllerRestart": ("reference_impl/operator/dgd_rollout.py", "reference_impl/operator/reconcile.py"),
     "RolloutRuntimeVersion": ("reference_impl/operator/dgd_pods.py", "reference_impl/operator/dgd_rollout.py"),
     "RolloutTensorParallel": ("reference_impl/operator/dgd_pods.py", "reference_impl/frontend/kube_discovery.py"),
     "RouterTopologyDecodeJoinsAndLeaves": (
