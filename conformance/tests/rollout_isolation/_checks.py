@@ -131,9 +131,13 @@ async def run_in(
     mid_way: MidWay | None = None,
     final_new: bool = True,
     on_traffic: Callable[[str], None] | None = None,
+    mid_way_at_creation: bool = False,
 ) -> Evidence:
-    """``run`` outside the runner: the suite's own reliability tests drive an operator they kill and restart;
-    ``servecert bench rollout`` adds locust's ``rollout`` profile beside the suite's traffic (``on_traffic(url)``)."""
+    """``run`` outside the runner: the suite's own reliability tests drive an engine they kill;
+    ``servecert bench rollout`` adds locust's ``rollout`` profile beside the suite's traffic (``on_traffic(url)``).
+
+    ``mid_way`` acts once the first new worker is Ready, or with ``mid_way_at_creation`` once it exists: then no
+    step can have followed it yet (a step waits for a new worker to be Ready), whatever the machine's load."""
     dgd = scenario.dgd()
     url = await deploy(env, timeouts, scenario, dgd)
     history = kc.PodHistory(env).start()
@@ -149,7 +153,7 @@ async def run_in(
         changed_at = time.time()
         await patch_spec(env, changed)
         if mid_way is not None:
-            await kc.wait_for(lambda: _some_new_ready(env, judged), timeouts.rollout_s, "a first Ready pod of the new version")
+            await kc.wait_for(lambda: _some_new(env, judged, ready=not mid_way_at_creation), timeouts.rollout_s, "a first new worker")
             await mid_way(env, changed)
         # NB: the end is the changed kinds' final version alone: for a frontend-only change, the frontends (an
         # implementation that keeps the old workers ends there, and the verdict names them).
@@ -208,8 +212,9 @@ async def _stale_metadata(env: ClusterEnvironment, timeline: Timeline) -> list[s
     return sorted(str(i["metadata"]["name"]) for i in found if (i.get("spec") or {}).get("podName") not in final)
 
 
-async def _some_new_ready(env: ClusterEnvironment, scenario: Scenario) -> bool:
-    return any(ctype(p) and scenario.is_new(p) and serving(p) for p in await kc.pods(env))
+async def _some_new(env: ClusterEnvironment, scenario: Scenario, ready: bool) -> bool:
+    """A pod of the new version exists (``ready``: and serves)."""
+    return any(ctype(p) and scenario.is_new(p) and (serving(p) or not ready) for p in await kc.pods(env))
 
 
 async def serving_pods(env: ClusterEnvironment) -> dict[str, bool]:

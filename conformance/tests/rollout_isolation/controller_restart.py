@@ -1,14 +1,17 @@
 """The controller killed mid-rollout and started again: the rollout holds, then resumes and finishes clean.
 
-A block-size rollout of the suite's DGD, under streaming load. Once the first new worker is Ready
-the implementation's controller is killed (``RestartableOperator.kill``: SIGKILL for the
-reference); for ``rollout_controller_dead_s`` nothing may be created or deleted — nobody is there
-to decide a step, so a pod that changes would be the platform acting on its own. Then it is
-started again (``start_again``) and must pick the rollout up from the cluster — the pods and the
-spec, not a memory it lost — and finish it with every rollout rule held. Only the traffic split
-may lag, by the outage and ``rollout_controller_restart_s``: without a controller nothing moves
-the weights. A controller that takes the other revision's pods for orphans when it starts
-(``tests/nonconforming/rollout.py:CollectsOnRestart``) is failed on capacity and requests.
+A block-size rollout of the suite's DGD, under streaming load. As soon as the first new worker
+exists, the implementation's controller is killed (``RestartableOperator.kill``: SIGKILL for the
+reference) — not once it is Ready: under load the suite notices a Ready pod late, and a controller
+that stepped on meanwhile would leave too little of the rollout for the restart to matter (a
+broken controller passed that way under ``stress --cpu 2``). For ``rollout_controller_dead_s``
+nothing may be created or deleted — nobody is there to decide a step, so a pod that changes would
+be the platform acting on its own. Then it is started again (``start_again``) and must pick the
+rollout up from the cluster — the pods and the spec, not a memory it lost — and finish it with
+every rollout rule held. Only the traffic split may lag, by the outage and
+``rollout_controller_restart_s``: without a controller nothing moves the weights. A controller
+that takes the other revision's pods for orphans when it starts
+(``tests/nonconforming/rollout.py:CollectsOnRestart``) is failed on capacity.
 
 The suite's addition (issue 17): seed 001 has the controller watch counts ("continuously monitors
 worker replica counts across both namespaces"); a controller that watches rather than remembers
@@ -64,14 +67,14 @@ async def check(ctx: TestContext) -> None:
     async def mid_way(env: ClusterEnvironment, _changed: dict[str, Any]) -> None:
         await kill_hold_start(env, operator, t)
 
-    evidence = await rc.run_in(env, judged, SCENARIO, mid_way=mid_way)
+    evidence = await rc.run_in(env, judged, SCENARIO, mid_way=mid_way, mid_way_at_creation=True)
     ctx.log.info(verdict.summary(evidence))
     verdict.rollout_must_be_clean(evidence)
 
 
 TEST = ConformanceTest(
     short_name="RolloutControllerRestart",
-    description="The controller killed once the first new worker is Ready: nothing is created or deleted while it is "
+    description="The controller killed as soon as the first new worker exists: nothing is created or deleted while it is "
     "down; started again, it resumes the rollout from the cluster and finishes it with zero failed requests and every "
     "other rollout rule (the split may lag by the outage).",
     features=(features.ROLLOUT_CONTROLLER_RESTART,),
