@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import processes
-from benchmarks.router_bench import _wait_routable
 from fakes import groundtruth, model_folder
 
 AIPERF_INSTALL = "install AIPerf in a venv of its own: python3 -m venv ~/aiperf && ~/aiperf/bin/pip install aiperf==0.13.0"
@@ -142,7 +141,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             frontend_cmd = [*cli, "frontend", "serve", "--port", "0", "--discovery-dir", str(root / "discovery")]
             frontend, (frontend_url, *_) = processes.start(frontend_cmd)
             try:
-                asyncio.run(_wait_routable(frontend_url, 2))
+                asyncio.run(processes.wait_routable(frontend_url, 2))
                 for name, url in (("frontend", frontend_url), ("engine", engine_urls[0])):
                     _say(f"AIPerf against the {name} ({url}): {args.requests} requests at concurrency {args.concurrency} ...")
                     truth.take()

@@ -7,9 +7,13 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import aiohttp
+
 from protocol import waiting
 
 READY_TIMEOUT_S = 120.0
+ROUTABLE_TIMEOUT_S = 60.0
+"""How long a frontend may take to list its engines (``wait_routable``)."""
 
 
 def start(cmd: list[str], cpu: int | None = None) -> tuple[subprocess.Popen[str], list[str]]:
@@ -55,3 +59,16 @@ def running(cmd: list[str], cpu: int | None = None) -> Iterator[tuple[subprocess
         yield proc, urls
     finally:
         stop(proc)
+
+
+async def wait_routable(url: str, workers: int) -> None:
+    """Until the reference frontend at ``url`` lists ``workers`` workers in its ``/status`` (bounded wait)."""
+    async with aiohttp.ClientSession() as session:
+
+        async def routable() -> bool:
+            async with session.get(url + "/status") as resp:
+                return len((await resp.json())["workers"]) >= workers
+
+        await waiting.until_async(
+            routable, timeout_s=ROUTABLE_TIMEOUT_S, what=f"frontend at {url} to see {workers} workers", interval_s=0.1, error=RuntimeError
+        )

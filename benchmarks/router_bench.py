@@ -25,10 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 from benchmarks import processes
-from protocol import tokenizer, waiting
+from protocol import tokenizer
 from protocol.card import ModelCard
 from reference_impl.frontend import topology
 from reference_impl.frontend.discovery import WorkerInfo
@@ -37,7 +35,6 @@ from reference_impl.frontend.router import Router
 from reference_impl.frontend.worker_sets import WorkerSets
 
 DYNAMO_ANCHOR = {64: {"req_s": 739, "tok_s": 24400}, 16: {"req_s": 308}, 4: {"req_s": 90}}
-READY_TIMEOUT_S = 60.0
 
 
 def _default_script() -> Path:
@@ -59,18 +56,6 @@ def _say(message: str) -> None:
     print(f"[bench router] {message}", file=sys.stderr, flush=True)
 
 
-async def _wait_routable(url: str, workers: int) -> None:
-    async with aiohttp.ClientSession() as session:
-
-        async def routable() -> bool:
-            async with session.get(url + "/status") as resp:
-                return len((await resp.json())["workers"]) >= workers
-
-        await waiting.until_async(
-            routable, timeout_s=READY_TIMEOUT_S, what=f"frontend at {url} to see {workers} workers", interval_s=0.1, error=RuntimeError
-        )
-
-
 def _load(script: Path, url: str, concurrency: int, seconds: float, max_tokens: int) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, str(script), url, "bench", str(concurrency), str(seconds), str(max_tokens)],
@@ -90,7 +75,7 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
         try:
             frontend, (frontend_url, *_) = processes.start([*cli, "frontend", "serve", "--port", "0", "--discovery-dir", folder])
             try:
-                asyncio.run(_wait_routable(frontend_url, 2))
+                asyncio.run(processes.wait_routable(frontend_url, 2))
                 for conc in args.concurrency or [64, 16, 4]:
                     _say(f"frontend + 2 engines, concurrency {conc}, {args.seconds:g}s ...")
                     fig = _load(args.load_script, frontend_url, conc, args.seconds, args.max_tokens)
