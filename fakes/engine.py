@@ -79,10 +79,14 @@ class EngineConfig:
     network: network.FakeNetwork = field(default_factory=network.FakeNetwork)
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     faults: faults_mod.Faults = field(default_factory=faults_mod.Faults)
+    pd_protocol: str = engine_api.PD_SERVECERT
+    """How P/D routers hand requests over on the OpenAI routes: ``servecert`` (none), ``vllm``, ``sglang`` (``fakes.pd_wire``)."""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {self.role!r}")
+        if self.pd_protocol not in engine_api.PD_PROTOCOLS:
+            raise ValueError(f"pd_protocol must be one of {engine_api.PD_PROTOCOLS}, got {self.pd_protocol!r}")
         if self.time_scale < 0:
             raise ValueError("time_scale must be >= 0")
         for name in ("block_size", "num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens", "context_length"):

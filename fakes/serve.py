@@ -41,6 +41,7 @@ from fakes import faults, groundtruth, network, timing, topology_env
 from fakes.engine import ROLES, Engine, EngineConfig
 from fakes.host import DRAIN_QUIET_S, EngineHost, addresses
 from protocol import discovery_files, event_loop, kube_names
+from protocol.engine_api import PD_PROTOCOLS, PD_SERVECERT
 
 if TYPE_CHECKING:
     from fakes.kube_registration import Registration
@@ -69,9 +70,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="fp16")
     p.add_argument("--engine-version", default="1", help="KV layout / engine version")
     p.add_argument("--protocol-version", default="1", help="runtime protocol version spoken with frontends")
+    p.add_argument(
+        "--pd-protocol",
+        choices=PD_PROTOCOLS,
+        default=PD_SERVECERT,
+        help="how P/D routers hand requests over on the OpenAI routes: vllm (kv_transfer_params), sglang (bootstrap room), "
+        "or servecert (the runtime API only)",
+    )
     p.add_argument("--kv-bytes-per-token", type=int, default=131072)
     p.add_argument(
-        "--spec-accept-length", type=float, default=1.0,
+        "--spec-accept-length",
+        type=float,
+        default=1.0,
         help="speculative decoding: tokens a decode step emits on average (1 = none; vllm:spec_decode_* count them)",
     )
     p.add_argument("--namespace", default=os.environ.get("DYN_NAMESPACE", "dynamo"), help="dynamo namespace")
@@ -149,6 +159,7 @@ def config_from_args(args: argparse.Namespace, index: int = 0) -> EngineConfig:
         dtype=args.dtype,
         engine_version=args.engine_version,
         protocol_version=args.protocol_version,
+        pd_protocol=args.pd_protocol,
         kv_bytes_per_token=args.kv_bytes_per_token,
         spec_accept_length=args.spec_accept_length,
         timing=timing.from_spec(args.timing),

@@ -7,7 +7,9 @@ it (a ``cleanup_ctx``). Routes:
   ``data:`` chunk, ending ``data: [DONE]``), ``GET /v1/models``, ``GET /health``,
   ``GET /metrics`` (Prometheus, vLLM names).
 - Runtime API for frontends (see ``protocol.engine_api``): ``POST /engine/generate``,
-  ``POST /engine/prefill``, ``POST /engine/kv/pull``, ``GET /engine/metadata``.
+  ``POST /engine/prefill``, ``POST /engine/kv/pull``, ``GET /engine/metadata``; and
+  ``GET /engine/kv/handle?key=`` for a decode engine behind a vLLM or SGLang router, whose
+  handshake (``fakes.pd_wire``, ``EngineConfig.pd_protocol``) the OpenAI routes then speak.
 - Ground truth and streams: ``GET /groundtruth?since=N``, ``GET /events/kv?since=N`` and
   ``GET /events/fpm`` (SSE of JSON records), ``POST /admin/faults``.
 
@@ -35,7 +37,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from fakes import groundtruth, kv_pull
+from fakes import groundtruth, kv_pull, pd_wire
 from fakes.engine import Engine, EngineError, Seq
 from protocol import engine_api, tokenizer, waiting
 from protocol import openai as openai_api
@@ -44,6 +46,7 @@ from protocol.engine_api import EngineRequest
 ENGINE = web.AppKey("engine", Engine)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 SUBSCRIBERS = web.AppKey("subscribers", set["asyncio.Queue[dict[str, Any] | None]"])
+RENDEZVOUS = web.AppKey("rendezvous", pd_wire.Rendezvous)
 ENGINE_HEADER = "x-servecert-engine"
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 MAX_SUBSCRIPTION_SECONDS = 6 * 3600.0
@@ -70,6 +73,7 @@ def create_app(engine: Engine) -> web.Application:
     app[ENGINE] = engine
     app[IN_FLIGHT] = InFlight()
     app[SUBSCRIBERS] = set()
+    app[RENDEZVOUS] = pd_wire.Rendezvous()
     app.cleanup_ctx.append(_lifecycle)
     app.on_shutdown.append(_end_subscriptions)
     app.router.add_get("/health", health)
@@ -81,6 +85,7 @@ def create_app(engine: Engine) -> web.Application:
     app.router.add_post("/engine/prefill", engine_prefill)
     app.router.add_post("/engine/kv/pull", engine_kv_pull)
     app.router.add_get("/engine/metadata", engine_metadata)
+    app.router.add_get("/engine/kv/handle", engine_kv_handle)
     app.router.add_get("/groundtruth", ground_truth)
     app.router.add_get("/events/kv", kv_events)
     app.router.add_get("/events/fpm", fpm_events)
@@ -168,6 +173,7 @@ async def _openai(request: web.Request, parse: Callable[[dict[str, Any], str, in
     engine = request.app[ENGINE]
     body = openai_api.load_json(await request.read())
     req = parse(body, engine.config.model, engine.config.context_length)
+    leg = pd_wire.leg_of(body, engine.config.pd_protocol, engine.config.role)
     prefix = "chatcmpl-" if req.chat else "cmpl-"
     ereq = EngineRequest(
         request_id=prefix + uuid.uuid4().hex,
@@ -178,7 +184,12 @@ async def _openai(request: web.Request, parse: Callable[[dict[str, Any], str, in
         protocol_version=engine.config.protocol_version,
         stream=req.stream,
     )
-    seq = _admit(engine, ereq, prefill=False)
+    if leg is not None and leg.kind == pd_wire.PREFILL:
+        return await _prefill_leg(request, req, ereq, leg)
+    handle, transfer = None, None
+    if leg is not None:
+        handle, transfer = await _pull(request, ereq, leg)
+    seq = _admit(engine, ereq, prefill=False, preloaded=handle, transfer=transfer)
     if not req.stream:
         tokens = await _collect(engine, seq)
         use = openai_api.usage(seq.prompt_len, seq.generated, seq.record.cached_tokens)
@@ -200,6 +211,39 @@ async def _openai(request: web.Request, parse: Callable[[dict[str, Any], str, in
         await resp.write(writer.final(seq.stream.finish_reason or "length", final_usage))
     await resp.write_eof()
     return resp
+
+
+async def _prefill_leg(request: web.Request, req: openai_api.OpenAIRequest, ereq: EngineRequest, leg: pd_wire.Leg) -> web.Response:
+    """A P/D router's prefill leg: compute and pin the prompt's KV, answer with its first token (never streamed)."""
+    engine = request.app[ENGINE]
+    seq = _admit(engine, ereq, prefill=True)
+    await _collect(engine, seq)
+    handle = seq.stream.handle
+    if handle is None:
+        raise EngineError(engine_api.ENGINE_UNAVAILABLE, "prefill ended without a KV handle")
+    request.app[RENDEZVOUS].pin(pd_wire.pin_key(leg, handle), handle)
+    use = openai_api.usage(seq.prompt_len, 1, seq.record.cached_tokens)
+    body = openai_api.full_body(req, ereq.request_id, tokenizer.decode([handle.first_token]), "length", use)
+    params = pd_wire.prefill_params(engine.config.pd_protocol, handle, engine.config.block_size, engine.config.tensor_parallel_size)
+    if params is not None:
+        body["kv_transfer_params"] = params
+    return web.json_response(body, headers={ENGINE_HEADER: engine.engine_id})
+
+
+async def _pull(
+    request: web.Request, req: EngineRequest, leg: pd_wire.Leg | None, handle: engine_api.KvHandle | None = None
+) -> tuple[engine_api.KvHandle, groundtruth.TransferRecord]:
+    """A decode request's KV: from ``handle``, or the one a P/D router's ``leg`` names; refusals are recorded."""
+    engine = request.app[ENGINE]
+    try:
+        engine.check(req, prefill=False)
+        if handle is None:
+            assert leg is not None
+            handle = await pd_wire.fetch_handle(request.app[SESSION], leg)
+        return handle, await kv_pull.pull(engine, request.app[SESSION], handle)
+    except EngineError as err:
+        _refuse(engine, req, err)
+        raise
 
 
 async def _collect(engine: Engine, seq: Seq) -> list[int]:
@@ -300,12 +344,7 @@ async def engine_generate(request: web.Request) -> web.StreamResponse:
     req = _engine_request(openai_api.load_json(await request.read()))
     handle, transfer = req.kv_transfer, None
     if handle is not None:
-        try:
-            engine.check(req, prefill=False)
-            transfer = await kv_pull.pull(engine, request.app[SESSION], handle)
-        except EngineError as err:
-            _refuse(engine, req, err)
-            raise
+        handle, transfer = await _pull(request, req, None, handle)
     seq = _admit(engine, req, prefill=False, preloaded=handle, transfer=transfer)
     if not req.stream:
         tokens = await _collect(engine, seq)
@@ -365,6 +404,19 @@ async def engine_kv_pull(request: web.Request) -> web.Response:
         raise openai_api.ApiError(422, f"malformed pull request: {exc!r}") from None
     seq = engine.release_handle(handle_id, dest_layout)
     return web.json_response({"handle_id": handle_id, "num_tokens": seq.prompt_len, "released": True})
+
+
+async def engine_kv_handle(request: web.Request) -> web.Response:
+    """A prefilled KV handle by its handshake key, waiting up to ``wait_s`` for the prefill to pin it (SGLang's bootstrap)."""
+    key = request.query.get("key")
+    if not key:
+        raise openai_api.ApiError(400, "query parameter key is required", param="key")
+    try:
+        wait_s = min(max(float(request.query.get("wait_s", "0")), 0.0), pd_wire.CLAIM_TIMEOUT_S)
+    except ValueError:
+        raise openai_api.ApiError(400, "query parameter wait_s must be a number", param="wait_s") from None
+    handle = await request.app[RENDEZVOUS].claim(key, wait_s)
+    return web.json_response(handle.to_dict())
 
 
 async def engine_metadata(request: web.Request) -> web.Response:

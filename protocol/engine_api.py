@@ -24,6 +24,13 @@ from typing import Any
 
 RUNTIME_PROTOCOL_VERSION = "1"
 
+# How a P/D router hands a request from a prefill to a decode engine: the suite's runtime API
+# above, vLLM's ``kv_transfer_params`` or SGLang's bootstrap room on the OpenAI routes (``fakes.pd_wire``).
+PD_SERVECERT = "servecert"
+PD_VLLM = "vllm"
+PD_SGLANG = "sglang"
+PD_PROTOCOLS = (PD_SERVECERT, PD_VLLM, PD_SGLANG)
+
 # Error codes carried in ``{"error": {"code": ...}}`` bodies.
 MDC_CHECKSUM_MISMATCH = "mdc_checksum_mismatch"
 RUNTIME_PROTOCOL_MISMATCH = "runtime_protocol_mismatch"
