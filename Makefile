@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml tox.ini
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --quiet uv
-	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -e '.[dev]' 'tox>=4.14' 'tox-uv>=1.11'
+	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -e '.[dev,vllm-router,sglang-router]' 'tox>=4.14' 'tox-uv>=1.11'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
