@@ -37,7 +37,7 @@ from reference_impl.frontend.worker_sets import WorkerSets
 DYNAMO_ANCHOR = {64: {"req_s": 739, "tok_s": 24400}, 16: {"req_s": 308}, 4: {"req_s": 90}}
 
 
-def _default_script() -> Path:
+def default_load_script() -> Path:
     return Path(__file__).resolve().parents[2] / "shared" / "bench" / "openai_load.py"
 
 
@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=int, action="append", help="repeatable; default 64, 16, 4")
     p.add_argument("--seconds", type=float, default=12.0)
     p.add_argument("--max-tokens", type=int, default=32)
-    p.add_argument("--load-script", type=Path, default=_default_script())
+    p.add_argument("--load-script", type=Path, default=default_load_script())
     p.add_argument("--workers", type=int, default=512, help="registered workers for the decision-time figure")
     p.add_argument("--decisions", type=int, default=3000)
     p.add_argument("--skip-throughput", action="store_true")
@@ -56,7 +56,7 @@ def _say(message: str) -> None:
     print(f"[bench router] {message}", file=sys.stderr, flush=True)
 
 
-def _load(script: Path, url: str, concurrency: int, seconds: float, max_tokens: int) -> dict[str, Any]:
+def run_load(script: Path, url: str, concurrency: int, seconds: float, max_tokens: int) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, str(script), url, "bench", str(concurrency), str(seconds), str(max_tokens)],
         capture_output=True, text=True, timeout=seconds + 120, check=True,
@@ -78,7 +78,7 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
                 asyncio.run(processes.wait_routable(frontend_url, 2))
                 for conc in args.concurrency or [64, 16, 4]:
                     _say(f"frontend + 2 engines, concurrency {conc}, {args.seconds:g}s ...")
-                    fig = _load(args.load_script, frontend_url, conc, args.seconds, args.max_tokens)
+                    fig = run_load(args.load_script, frontend_url, conc, args.seconds, args.max_tokens)
                     anchor = DYNAMO_ANCHOR.get(conc, {})
                     fig["ratio_to_dynamo_req_s"] = round(fig["req_s"] / anchor["req_s"], 3) if "req_s" in anchor else None
                     results["frontend"][str(conc)] = fig
@@ -87,7 +87,7 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
                 processes.stop(frontend)
             conc = max(args.concurrency or [64])
             _say(f"baseline: the same script straight at one engine, concurrency {conc} ...")
-            direct = _load(args.load_script, engine_urls[0], conc, args.seconds, args.max_tokens)
+            direct = run_load(args.load_script, engine_urls[0], conc, args.seconds, args.max_tokens)
             results["direct_engine"][str(conc)] = direct
             front = results["frontend"][str(conc)]
             results["frontend_over_direct_req_s"] = round(front["req_s"] / direct["req_s"], 3) if direct["req_s"] else None

@@ -44,6 +44,12 @@ def _bench_router(args: argparse.Namespace) -> int:
     return router_bench.run(args)
 
 
+def _bench_pd_routers(args: argparse.Namespace) -> int:
+    from benchmarks import pd_routers_bench
+
+    return pd_routers_bench.run(args)
+
+
 def _bench_clients(args: argparse.Namespace) -> int:
     from benchmarks import clients_bench
 
@@ -134,7 +140,16 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from benchmarks import clients_bench, cluster_bench, engine_bench, flakes_bench, gang_bench, rollout_bench, router_bench
+    from benchmarks import (
+        clients_bench,
+        cluster_bench,
+        engine_bench,
+        flakes_bench,
+        gang_bench,
+        pd_routers_bench,
+        rollout_bench,
+        router_bench,
+    )
     from conformance import certify
     from fakes import serve
     from reference_impl.frontend import serve as frontend_serve
@@ -175,6 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench_router = bench.add_parser("router", help="frontend + 2 engines under shared/bench/openai_load.py; routing decision time")
     router_bench.add_arguments(bench_router)
     bench_router.set_defaults(run=_bench_router)
+    bench_pd = bench.add_parser(
+        "pd-routers", help="the reference frontend, vllm-router and sglang-router side by side in P/D under shared/bench/openai_load.py"
+    )
+    pd_routers_bench.add_arguments(bench_pd)
+    bench_pd.set_defaults(run=_bench_pd_routers)
     bench_clients = bench.add_parser("clients", help="AIPerf beside servecert load run on the same stack: latencies and token counts")
     clients_bench.add_arguments(bench_clients)
     bench_clients.set_defaults(run=_bench_clients)
