@@ -33,7 +33,9 @@ from protocol import tokenizer as words
 UNK, BOS, EOS = "unk", "<s>", "</s>"
 """NB: the unknown token is a plain one-piece word: clients build prompts by decoding token ids (AIPerf samples its
 corpus's ids), and ``<unk>`` decoded would be three pieces ("<", "unk", ">") for the engine — AIPerf's first run
-saw 1652 prompt tokens in usage for 550 it had sampled."""
+saw 1652 prompt tokens in usage for 550 it had sampled. Nor is it declared as ``unk_token`` in
+``tokenizer_config.json``: ``transformers`` would then count it special, and GuideLLM builds its synthetic prompts with
+``decode(ids, skip_special_tokens=True)``, which gave an empty prompt (2 prompt tokens in usage for 64 asked)."""
 RESERVED = "rsv{}"
 """Ids below the first decode word that no special takes: one-piece words too, so any id decodes to one engine token."""
 PIECE_PATTERN = r"\w{1,8}|[^\w\s]"
@@ -114,7 +116,6 @@ def files(context_length: int = 8192) -> dict[str, dict[str, Any]]:
         "tokenizer_class": "PreTrainedTokenizerFast",
         "bos_token": BOS,
         "eos_token": EOS,
-        "unk_token": UNK,
         "add_bos_token": False,
         "add_eos_token": False,
         "model_max_length": context_length,
@@ -125,7 +126,7 @@ def files(context_length: int = 8192) -> dict[str, dict[str, Any]]:
         "config.json": config,
         "tokenizer.json": tokenizer_json(),
         "tokenizer_config.json": tokenizer_config,
-        "special_tokens_map.json": {"bos_token": BOS, "eos_token": EOS, "unk_token": UNK},
+        "special_tokens_map.json": {"bos_token": BOS, "eos_token": EOS},
         "generation_config.json": {"bos_token_id": 1, "eos_token_id": words.EOS_ID, "do_sample": False},
     }
 

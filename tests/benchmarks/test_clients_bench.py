@@ -47,6 +47,28 @@ def test_a_request_whose_counts_disagree_is_counted(tmp_path: Path) -> None:
     assert not fig["output_equals_ground_truth"]
 
 
+def _guidellm_export(path: Path, counts: list[tuple[int, int]]) -> Path:
+    stats = {"successful": {"percentiles": {"p50": 1.0, "p99": 2.0}, "mean": 16.0}}
+    requests = [{"input_metrics": {"text_tokens": i}, "output_metrics": {"text_tokens": o}} for i, o in counts]
+    bench = {
+        "requests": {"successful": requests, "errored": [], "incomplete": []},
+        "metrics": {"time_to_first_token_ms": stats, "inter_token_latency_ms": stats, "output_token_count": stats},
+    }
+    path.write_text(json.dumps({"benchmarks": [bench]}))
+    return path
+
+
+def test_a_guidellm_prompt_the_engine_counted_otherwise_than_built_is_counted(tmp_path: Path) -> None:
+    built = clients_bench.GUIDELLM_PROMPT_TOKENS + clients_bench.CHAT_MARKERS
+    truth = [{"outcome": "ok", "completion_tokens": 16, "prompt_tokens": built} for _ in range(2)]
+    fig = clients_bench.guidellm_figures(_guidellm_export(tmp_path / "a.json", [(built, 16)] * 2), truth)
+    assert fig["prompts_not_as_built"] == 0 and fig["output_equals_ground_truth"] and fig["input_equals_ground_truth"]
+    # NB: GuideLLM 0.8.1's first run here: an empty prompt (unk skipped as special), 2 tokens in usage for 64 asked.
+    truth[0]["prompt_tokens"] = clients_bench.CHAT_MARKERS
+    fig = clients_bench.guidellm_figures(_guidellm_export(tmp_path / "b.json", [(clients_bench.CHAT_MARKERS, 16), (built, 16)]), truth)
+    assert fig["prompts_not_as_built"] == 1 and fig["input_equals_ground_truth"]
+
+
 def _aiperf() -> str | None:
     return os.environ.get("SERVECERT_AIPERF") or shutil.which("aiperf")
 
@@ -56,10 +78,17 @@ def test_aiperfs_token_counts_equal_the_engines_on_every_request() -> None:
     exe = _aiperf()
     if exe is None:
         pytest.skip(f"AIPerf is not installed: {clients_bench.AIPERF_INSTALL}; then SERVECERT_AIPERF=~/aiperf/bin/aiperf")
-    args = argparse.Namespace(requests=60, concurrency=4, output_tokens=24, load_seconds=5.0, aiperf=Path(exe), json=None)
+    guidellm = os.environ.get("SERVECERT_GUIDELLM")  # NB: optional; the bench leaves GuideLLM out without it
+    args = argparse.Namespace(
+        requests=60, concurrency=4, output_tokens=24, load_seconds=5.0, aiperf=Path(exe), guidellm=guidellm and Path(guidellm), json=None
+    )
     results = clients_bench.measure(args)
     for name in ("aiperf/frontend", "aiperf/engine"):
         fig = results[name]
         assert fig["requests"] == 60 and fig["errors"] == 0, fig
         assert (fig["output_vs_usage_mismatches"], fig["input_vs_usage_mismatches"]) == (0, 0), fig
+        assert fig["output_equals_ground_truth"] and fig["input_equals_ground_truth"], fig
+    for name in ("guidellm/frontend", "guidellm/engine") if guidellm else ():
+        fig = results[name]
+        assert fig["requests"] == 60 and fig["errors"] == 0 and fig["prompts_not_as_built"] == 0, fig
         assert fig["output_equals_ground_truth"] and fig["input_equals_ground_truth"], fig

@@ -74,6 +74,16 @@ def test_text_decoded_from_token_ids_counts_as_many_engine_tokens_as_ids(tok: to
     assert len(words.encode(tok.decode(ids))) == len(ids)
 
 
+@pytest.mark.parametrize("name", ["tokenizer_config.json", "special_tokens_map.json"])
+def test_the_unknown_token_is_no_special_token_a_client_would_skip(name: str) -> None:
+    """Declared ``unk_token``, ``transformers`` skips it in ``decode(ids, skip_special_tokens=True)``: GuideLLM 0.8.1 builds
+    its synthetic prompts so, and sent empty ones (2 prompt tokens in usage for 64 asked)."""
+    declared = model_folder.files()[name]
+    assert "unk_token" not in declared, declared
+    assert model_folder.tokenizer_json()["model"]["unk_token"] == model_folder.UNK
+    assert model_folder.UNK not in {t["content"] for t in model_folder.tokenizer_json()["added_tokens"]}
+
+
 def test_every_id_but_the_specials_decodes_to_one_engine_token(tok: tokenizers.Tokenizer) -> None:
     specials = {t["id"] for t in model_folder.tokenizer_json()["added_tokens"]}
     ids = [i for i in range(tok.get_vocab_size()) if i not in specials]
