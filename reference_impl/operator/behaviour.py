@@ -77,6 +77,9 @@ class Behaviour:
     resume_rollouts: bool = True
     """A started operator resumes a rollout from the pods and the spec; False takes the other revision's workers for orphans
     on its first reconcile of each DGD and deletes them all (broken)."""
+    full_new_frontend: bool = True
+    """Seed 001 4.1 T1: the new frontend is created at the spec's replica count ("matching the replica count of the old
+    frontend resource"); False starts it at one replica and grows it once the old workers are gone (broken)."""
     workers_after_frontend: bool = True
     """Seed 001 T1-T3: new workers only once the new frontend is ready; False creates them with it (broken)."""
     split: str = "ready"

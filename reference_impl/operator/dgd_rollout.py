@@ -175,6 +175,8 @@ def plan(
     new_workers = [v for v in workers if v.revisions.workers == target.workers]
     old_workers = [v for v in workers if v.revisions.workers != target.workers]
     target_set = (target.workers, target.frontend)
+    if old_workers and not behaviour.full_new_frontend:
+        frontend_targets = {name: min(n, 1) for name, n in frontend_targets.items()}
     target_frontends_ready = _all_ready(frontends, target_set, frontend_targets)
     out = Plan(frontends={v.name: v for v in frontends}, target=target)
     counts: dict[str, int] = dict(worker_targets)

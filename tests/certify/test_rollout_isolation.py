@@ -6,8 +6,9 @@ certified on the three tests of seed 001's failure modes; each must fail, and it
 name its mode. Each other broken rollout (a rule dropped from the reference) is certified on the
 test of its rule alone: the pause, maxUnavailable, the frontend's order, a frontend change that
 keeps the old workers (the new frontend joins their namespace), three wrong traffic
-splits (even, an instant switch, two steps late) on RolloutTrafficSplit, and three wrong step
-orders (maxSurge ignored, workers with the frontend, the P:D ratio ignored) on RolloutSteps[seed-example],
+splits (even, an instant switch, two steps late) on RolloutTrafficSplit, and four wrong steps
+(maxSurge ignored, workers with the frontend, the P:D ratio ignored, a new frontend of one replica
+where the old had three) on RolloutSteps[seed-example],
 and an operator that deletes the other revision's workers when it starts, on RolloutControllerRestart.
 """
 
@@ -73,9 +74,7 @@ def test_the_in_place_rollout_is_failed_on_every_mode_naming_it(cluster: Cluster
 
 def broken(adapter: str, test: str, mode: str, rule_named: str, group: str) -> Any:
     """One broken rollout and the test of its rule, in an xdist group of a few such runs (each takes a minute or more)."""
-    return pytest.param(
-        f"tests.nonconforming.rollout:{adapter}", test, mode, rule_named, marks=pytest.mark.xdist_group(group), id=adapter
-    )
+    return pytest.param(f"tests.nonconforming.rollout:{adapter}", test, mode, rule_named, marks=pytest.mark.xdist_group(group), id=adapter)
 
 
 @pytest.mark.slow
@@ -94,6 +93,9 @@ def broken(adapter: str, test: str, mode: str, rule_named: str, group: str) -> A
         broken("LaggingSplit", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
         broken("WorkersWithFrontend", "RolloutSteps[seed-example]", scenarios.STEPS, FRONTEND_FIRST, "rollout-in-place"),
         broken("IgnoresRatio", "RolloutSteps[seed-example]", scenarios.STEPS, "prefill:decode ratio broken", "rollout-broken"),
+        broken(
+            "OneNewFrontend", "RolloutSteps[seed-example]", scenarios.STEPS, "T1: the new frontend had 1 replica", "rollout-broken-split"
+        ),
         broken("CollectsOnRestart", "RolloutControllerRestart", scenarios.RESTART, "maxUnavailable 0 exceeded", "rollout-in-place"),
     ],
 )

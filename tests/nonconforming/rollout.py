@@ -19,6 +19,9 @@
 * ``NoSurgeLimit``: every new worker is created at once (maxSurge ignored), as a blue/green switch
   of the worker sets would.
 * ``WorkersWithFrontend``: the new workers are created with the new frontend, not once it is ready.
+* ``OneNewFrontend``: the new dynamo namespace's frontend starts at one replica and is grown to the spec's
+  count only once the old workers are gone (seed 001 4.1 T1: "matching the replica count of the old
+  frontend resource").
 * ``CollectsOnRestart``: a started operator takes the other revision's workers for orphans and deletes
   them all on its first reconcile of each DGD: harmless on a fresh start, a capacity drop after a
   restart mid-rollout.
@@ -44,6 +47,7 @@ SWITCH_AT_ONCE = Behaviour(split="switch")
 LAGGING_SPLIT = Behaviour(weight_lag_workers=2)
 NO_SURGE_LIMIT = Behaviour(honour_max_surge=False)
 WORKERS_WITH_FRONTEND = Behaviour(workers_after_frontend=False)
+ONE_NEW_FRONTEND = Behaviour(full_new_frontend=False)
 IGNORES_RATIO = Behaviour(honour_ratio=False)
 COLLECTS_ON_RESTART = Behaviour(resume_rollouts=False)
 
@@ -94,3 +98,7 @@ def IgnoresRatio() -> ReferenceImplementation:
 
 def CollectsOnRestart() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:COLLECTS_ON_RESTART")
+
+
+def OneNewFrontend() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:ONE_NEW_FRONTEND")

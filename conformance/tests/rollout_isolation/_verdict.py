@@ -17,7 +17,8 @@ them prefixed with the scenario's seed 001 mode, so a failure names the mode. Th
   ``share_tolerance`` plus sampling error (seed 001 4.3);
 * per worker component, ready workers never below target - maxUnavailable, pods never above
   target + maxSurge, and on each side the prefill:decode ratio within one worker (for longer than
-  ``ratio_grace_s``); no worker of the new version before a new frontend is Ready; no request to a
+  ``ratio_grace_s``); no worker of the new version before a new frontend is Ready, nor before the new
+  frontend has as many replicas as the old one had (T1); no request to a
   worker more than ``deleted_route_s`` into its deletion (seed 001 4.1.2, its steps T1-T5);
 * at the end, no pod of the abandoned version, the spec's frontends, no WorkerMetadata of a gone pod.
 
@@ -154,6 +155,7 @@ def verdict(ev: Evidence) -> list[str]:
         *_ratio(ev),
         *_surge(ev),
         *_workers_before_frontend(ev),
+        *_new_frontend_short(ev),
         *_sent_to_terminating(ev),
         *_leftovers(ev),
     ]
@@ -505,6 +507,32 @@ def _workers_before_frontend(ev: Evidence) -> list[str]:
         if early:
             return [f"new workers {early[:3]} were created {t - ev.changed_at:.1f}s in, before any new frontend was Ready"]
     return []
+
+
+def _new_frontend_short(ev: Evidence) -> list[str]:
+    """Seed 001 4.1 T1: the new frontend is created "matching the replica count of the old frontend resource".
+
+    Judged when the first worker of the new version appears (T3, after T2's "new frontend ready"):
+    by then every replica of the new frontend must exist (created, Ready or not), as many as the
+    old frontend had just before the change. A new frontend started small and grown later leaves
+    the new namespace with fewer frontends than the old one while traffic moves to it.
+    """
+    before = {n for n, p in ev.timeline.at(ev.changed_at).items() if ctype(p) == "frontend" and not _deleting(p)}
+    for t, state in ev.timeline.moments:
+        if t < ev.changed_at or not any(ctype(p) in ev.scenario.targets and ev.scenario.is_new(p) for p in state.values()):
+            continue
+        new = sorted(n for n, p in state.items() if ctype(p) == "frontend" and n not in before and not _deleting(p))
+        if len(new) < len(before):
+            return [
+                f"T1: the new frontend had {len(new)} replica(s) {new} when the first new worker was created "
+                f"{t - ev.changed_at:.1f}s in; the old frontend had {len(before)}"
+            ]
+        return []
+    return []
+
+
+def _deleting(pod: kube_objects.Pod) -> bool:
+    return bool(pod["metadata"].get("deletionTimestamp"))
 
 
 def _sent_to_terminating(ev: Evidence) -> list[str]:

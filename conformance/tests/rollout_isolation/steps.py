@@ -1,7 +1,8 @@
 """Seed 001 4.1.2 (Solution B): the rollout's steps, with targets, frontends and strategy away from the defaults.
 
 Every rule of the verdict applies; this test exists for the step rules, judged from the suite's
-pod watch: no worker of the new version before a new frontend is Ready (T1-T3), per component
+pod watch: no worker of the new version before a new frontend is Ready, nor before the new frontend
+has the old one's replica count (T1-T3; the seed example's three frontends), per component
 never more than target + maxSurge pods nor fewer than target - maxUnavailable ready (T3-T4, the
 Deployment bounds the seed's DGD exposes), the prefill:decode ratio within one worker on each
 side, no new request to a worker being deleted, and at the end the spec's frontends alone (T5).
@@ -27,7 +28,8 @@ async def check(ctx: TestContext) -> None:
 TEST = ConformanceTest(
     short_name="RolloutSteps",
     description="Block size 16 -> 32 at 4:2 with 3 frontends, at 3:1 with maxSurge 2, and at 2:2 with maxSurge 0 / "
-    "maxUnavailable 1: new workers only once a new frontend is Ready, pods within target + maxSurge, ready within "
+    "maxUnavailable 1: new workers only once a new frontend is Ready and has the old one's replicas, pods within target + "
+    "maxSurge, ready within "
     "target - maxUnavailable, the P:D ratio within one worker, no request to a worker being deleted, the spec's frontends "
     "alone at the end.",
     features=(features.ROLLOUT_STEPS,),

@@ -239,6 +239,17 @@ def test_a_new_worker_before_any_new_frontend_is_ready_is_named() -> None:
     assert not any("before any new frontend" in p for p in verdict.verdict(ev))
 
 
+def test_a_new_frontend_with_fewer_replicas_than_the_old_when_new_workers_come_is_named() -> None:
+    ev = clean()
+    three_old = {**side(False), **{f"fe-old-{i}": pod(f"fe-old-{i}", "frontend", False) for i in (1, 2)}}
+    ev.timeline.moments[0] = (0.0, three_old)
+    ev.timeline.moments.insert(1, (SWITCH - 1, {**three_old, "fe-new": pod("fe-new", "frontend", True)}))
+    must_name(ev, "T1: the new frontend had 1 replica(s) ['fe-new'] when the first new worker was created 5.0s in; the old frontend had 3")
+    grown = {**side(True), **{f"fe-new-{i}": pod(f"fe-new-{i}", "frontend", True, ready=False) for i in (1, 2)}}
+    ev.timeline.moments[2] = (SWITCH, grown)  # NB: created, not yet Ready: T1 asks for the replicas, T2 for one Ready
+    assert not any("T1:" in p for p in verdict.verdict(ev))
+
+
 def test_requests_reaching_a_worker_long_after_its_deletion_are_named() -> None:
     ev = clean()
     ev.deleted_route_s = 2.0

@@ -25,7 +25,12 @@ NS = "team"
 
 
 def dgd(
-    block: str = "16", frontend_image: str = "servecert/frontend", prefill: int = 2, decode: int = 2, **strategy: Any
+    block: str = "16",
+    frontend_image: str = "servecert/frontend",
+    prefill: int = 2,
+    decode: int = 2,
+    frontends: int = 1,
+    **strategy: Any,
 ) -> dict[str, Any]:
     engine = ["--model", "m", "--block-size", block]
     return {
@@ -33,7 +38,7 @@ def dgd(
         "spec": {
             "rolloutStrategy": strategy,
             "components": [
-                {"name": "frontend", "type": "frontend", "replicas": 1, "image": frontend_image},
+                {"name": "frontend", "type": "frontend", "replicas": frontends, "image": frontend_image},
                 {"name": "prefill", "type": "prefill", "replicas": prefill, "args": [*engine, "--role", "prefill"]},
                 {"name": "decode", "type": "decode", "replicas": decode, "args": [*engine, "--role", "decode"]},
             ],
@@ -192,6 +197,32 @@ def test_the_broken_steps_break_only_their_own_rule() -> None:
     assert most_pods_and_first_workers(REFERENCE) == (5, False)
     assert most_pods_and_first_workers(Behaviour(honour_max_surge=False)) == (8, False)
     assert most_pods_and_first_workers(Behaviour(workers_after_frontend=False)) == (5, True)
+
+
+def new_frontends_at_first_worker_and_end(behaviour: Behaviour) -> tuple[int, int]:
+    """Over a 4:2 rollout with 3 frontends: the new namespace's frontend pods when its first worker appears, and at the end."""
+    sim = Sim(dgd(prefill=4, decode=2, frontends=3), behaviour)
+    sim.run()
+    start = len(sim.plans)
+    _, new_ns = rolled(sim, dgd(block="32", prefill=4, decode=2, frontends=3))
+    sim.run()
+    at_first_worker = None
+    for state in sim.history[start:]:
+        mine = [
+            p["metadata"]["labels"][kn.COMPONENT_TYPE_LABEL]
+            for p in state.values()
+            if p["metadata"]["labels"][kn.DYNAMO_NAMESPACE_LABEL] == new_ns
+        ]
+        if at_first_worker is None and any(kind != "frontend" for kind in mine):
+            at_first_worker = mine.count("frontend")
+    final = [p for p in sim.history[-1].values() if p["metadata"]["labels"][kn.COMPONENT_TYPE_LABEL] == "frontend"]
+    assert at_first_worker is not None
+    return at_first_worker, len(final)
+
+
+def test_the_new_frontend_matches_the_old_replica_count_before_any_new_worker() -> None:
+    assert new_frontends_at_first_worker_and_end(REFERENCE) == (3, 3)
+    assert new_frontends_at_first_worker_and_end(Behaviour(full_new_frontend=False)) == (1, 3)
 
 
 def test_the_old_frontend_drains_only_after_its_workers_are_gone() -> None:
