@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import subprocess
@@ -31,7 +30,7 @@ import aiohttp
 from benchmarks import processes
 from benchmarks.router_bench import default_load_script, run_load
 from fixtures.adapter import WorkerRef
-from fixtures.pd_routers.deployment import RouterHttp, RouterKind, free_port
+from fixtures.pd_routers.deployment import RouterHttp, RouterKind, free_port, installed
 from fixtures.pd_routers.sglang_router import SglangRouter
 from fixtures.pd_routers.vllm_router import VllmRouter
 from protocol import waiting
@@ -140,7 +139,7 @@ def _chosen(args: argparse.Namespace) -> list[str]:
     chosen = []
     for name in names:
         kind = KINDS.get(name)
-        if kind is not None and importlib.util.find_spec(kind.module) is None:
+        if kind is not None and not installed(kind):
             _say(f"skipping {name}: not installed; {kind.install}")
             continue
         chosen.append(name)

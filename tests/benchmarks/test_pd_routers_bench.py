@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from benchmarks import pd_routers_bench
+from fixtures.pd_routers.deployment import installed
 
 
 def test_the_bench_reports_a_ratio_to_the_reference_frontend_measured_in_the_same_run(tmp_path: Path) -> None:
     kind = pd_routers_bench.KINDS["vllm-router"]
-    if importlib.util.find_spec(kind.module) is None:
+    if not installed(kind):
         pytest.skip(f"vllm-router is not installed: {kind.install}")
     parser = argparse.ArgumentParser()
     pd_routers_bench.add_arguments(parser)
