@@ -19,7 +19,7 @@ from fixtures.cluster.backends import Cluster
 from fixtures.reference import operator_install
 from protocol import kube_names as kn
 from protocol import waiting
-from reference_impl.operator import kube_access
+from reference_impl.operator import kube_access, run
 
 pytestmark = pytest.mark.cluster
 WAIT_S = 60.0
@@ -125,6 +125,35 @@ def test_deleting_a_dgd_removes_everything_it_owns(
     wait_until(lambda: len(core.list_namespaced_pod(namespace).items) == 4, "the DGD's 4 pods (frontend, 2 decode, its proxy)")
     custom.delete_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, "owned")
     wait_until(lambda: not core.list_namespaced_pod(namespace).items, "the garbage collector to remove the DGD's pods")
+
+
+def test_another_operator_leaves_a_dgd_alone_and_close_releases_its_finalizer(
+    api: Any, operator: tuple[operator_install.InstalledOperator, list[str]], namespace: str
+) -> None:
+    """Each instance has its own finalizer: with kopf's shared one, every other operator on the cluster removed it
+    and the owner put it back, a PATCH war through the owner's webhook (hundreds a minute with three operators)."""
+    installed, _ = operator
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    mine = run.finalizer_of([f"{installed.namespace_prefix}*"])
+    other = operator_install.install(api)
+    try:
+        assert run.finalizer_of([f"{other.namespace_prefix}*"]) != mine
+        custom.create_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, _pause_like_dgd("owned", True))
+        wait_until(lambda: len(core.list_namespaced_pod(namespace).items) == 4, "the DGD's 4 pods (frontend, 2 decode, its proxy)")
+        for _ in waiting.holding(3.0, 0.25):  # three resyncs of the owner, each watch event seen by the other
+            assert _dgd_meta(custom, namespace).get("finalizers") == [mine]
+        their_prefix = run.instance_prefix([f"{other.namespace_prefix}*"])
+        theirs = [k for k in _dgd_meta(custom, namespace).get("annotations") or {} if k.startswith(their_prefix)]
+        assert not theirs, f"the other operator annotated a DGD outside its namespaces: {theirs}"
+    finally:
+        other.close()
+    installed.close()
+    assert not _dgd_meta(custom, namespace).get("finalizers"), "close() left the stopped operator's finalizer on its DGD"
+
+
+def _dgd_meta(custom: Any, namespace: str) -> dict[str, Any]:
+    meta: dict[str, Any] = custom.get_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, "owned")["metadata"]
+    return meta
 
 
 def test_a_dgd_serves_completions_through_its_frontend(
