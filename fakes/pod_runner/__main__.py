@@ -17,6 +17,7 @@ from types import FrameType
 from kubernetes import client, config
 
 from fakes.pod_runner.runner import PodRunner
+from fakes.pod_runner.zygote import Zygote
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pod-cidr", required=True, help="loopback block for pod IPs, e.g. 127.64.0.0/16")
     parser.add_argument("--ready-file", type=Path, help="written after the first pod list was handled")
     parser.add_argument("--backoff", type=float, nargs=2, default=(0.5, 5.0), metavar=("BASE", "CAP"), help="restart back-off, seconds")
+    parser.add_argument("--no-zygote", action="store_true", help="start each pod's program as a fresh interpreter, not a fork")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     configuration = client.Configuration()
@@ -40,10 +42,19 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    zygote = None
+    if not args.no_zygote:
+        zygote = Zygote()
+        args.pods_dir.mkdir(parents=True, exist_ok=True)
+        zygote.start(args.pods_dir / "zygote.log")
     try:
-        runner = PodRunner(api, args.pods_dir, args.pod_cidr, backoff=(args.backoff[0], args.backoff[1]), kubeconfig=args.kubeconfig)
+        runner = PodRunner(
+            api, args.pods_dir, args.pod_cidr, backoff=(args.backoff[0], args.backoff[1]), kubeconfig=args.kubeconfig, zygote=zygote
+        )
     except ValueError as exc:
         print(f"pod runner: error: {exc}", file=sys.stderr)
+        if zygote is not None:
+            zygote.stop()
         return 2
     runner.run(stop, args.ready_file)
     return 0

@@ -60,6 +60,7 @@ from kubernetes.client.rest import ApiException
 from fakes.pod_runner import atomic_dir, images, podspec
 from fakes.pod_runner.supervisor import ContainerRun, now_rfc3339
 from fakes.pod_runner.watching import Event, PodWatcher
+from fakes.pod_runner.zygote import Zygote
 from protocol import waiting
 
 TICK_S = 0.1
@@ -174,8 +175,11 @@ class PodRunner:
         registry: Mapping[str, images.ImageSpec] | None = None,
         backoff: tuple[float, float] = (0.5, 5.0),
         kubeconfig: Path | None = None,
+        zygote: Zygote | None = None,
     ) -> None:
         self.core = client.CoreV1Api(api)
+        self.zygote = zygote
+        """Forks the pods' Python programs from a warm parent (``zygote``); None: each starts as a subprocess."""
         self.kubeconfig = kubeconfig
         """Passed to every pod process as KUBECONFIG (see the module docstring); None: not passed."""
         self.pods_dir = pods_dir
@@ -297,6 +301,7 @@ class PodRunner:
             restart_policy=restart_policy,
             backoff_base=self.backoff[0],
             backoff_cap=self.backoff[1],
+            zygote=self.zygote,
         )
         if spec is None:
             run.ready, run.started_at, run.waiting_reason = True, now_rfc3339(), None
@@ -465,6 +470,8 @@ class PodRunner:
                 for pid_file in work.directory.glob("*.pid"):
                     pid_file.unlink()
         self._probes.shutdown(wait=False, cancel_futures=True)
+        if self.zygote is not None:
+            self.zygote.stop()
 
     # --- cluster lookups --------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ can end an engine whose runner died without mistaking a reused pid for it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fakes.pod_runner.zygote import ForkedProcess, Zygote, ZygoteError
 from protocol import waiting
 
 
@@ -40,7 +42,9 @@ class ContainerRun:
     restart_policy: str = "Always"
     backoff_base: float = 0.5
     backoff_cap: float = 5.0
-    proc: subprocess.Popen[bytes] | None = None
+    zygote: Zygote | None = None
+    """Forks ``python -m`` programs from a warm parent when given (``zygote``); else each starts as a subprocess."""
+    proc: subprocess.Popen[bytes] | ForkedProcess | None = None
     started_at: str | None = None
     restart_count: int = 0
     last_terminated: dict[str, Any] | None = None
@@ -71,6 +75,11 @@ class ContainerRun:
         return self.cwd / f"{self.name}.pid"
 
     @property
+    def env_path(self) -> Path:
+        """The env the program was started with, as JSON (a forked program's ``/proc/<pid>/environ`` shows the zygote's)."""
+        return self.cwd / f"{self.name}.env.json"
+
+    @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
@@ -82,20 +91,31 @@ class ContainerRun:
         with self.log_path.open("ab") as log:
             log.write(f"# {now_rfc3339()} start (restart {self.restart_count}): {' '.join(self.argv)}\n".encode())
             log.flush()
-            self.proc = subprocess.Popen(
-                self.argv,
-                env=self.env,
-                cwd=self.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            self.proc = self._forked()
+            if self.proc is None:
+                self.proc = subprocess.Popen(
+                    self.argv,
+                    env=self.env,
+                    cwd=self.cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
         self.pid_path.write_text(f"{self.proc.pid} {' '.join(self.argv)}")
+        self.env_path.write_text(json.dumps(self.env, sort_keys=True))
         self.started_at = now_rfc3339()
         self.waiting_reason = None
         self.ready = False
         self.probe_wait = None
+
+    def _forked(self) -> ForkedProcess | None:
+        if self.zygote is None or not self.zygote.can_run(self.argv):
+            return None
+        try:
+            return self.zygote.spawn(self.argv, self.env, self.cwd, self.log_path)
+        except ZygoteError:
+            return None  # NB: a plain subprocess then, as without a zygote
 
     def exited(self) -> int | None:
         """The exit code if the process ended since the last call (and clears it), else None."""
