@@ -54,7 +54,8 @@ def _engine_pid(pod_ip: str, proc: Path = Path("/proc")) -> int | None:
         if not entry.name.isdigit():
             continue
         try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            # NB: a program the runner's zygote forked has its command line as one title, words split by spaces
+            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").split()
         except OSError:
             continue
         if b"engine" in argv and b"serve" in argv and pod_ip.encode() in argv:
