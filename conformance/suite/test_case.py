@@ -200,7 +200,12 @@ class TestContext:
 
     async def _deploy_on_cluster(self, spec: DeploymentSpec, env: ClusterEnvironment) -> Deployment:
         from fixtures import cluster_deploy
+        from fixtures.cluster_env import DeploysOnCluster
 
+        if isinstance(self.implementation, DeploysOnCluster):  # NB: a router without an operator: its own discovery of pods
+            deployed = await self.implementation.deploy_on_cluster(spec, env)
+            self.add_cleanup(deployed.close)
+            return deployed
         t = self.timeouts
         probe = cluster_deploy.routing_probe(self.implementation)
         deployment = cluster_deploy.ClusterDeployment(env, spec, t.pods_ready_s, t.cluster_routing_grace_s, probe)

@@ -124,3 +124,33 @@ def test_an_operator_defaulting_to_fallback_fails_the_default_policy_test(cluste
     assert code == 1, f"certify must exit 1 for a non-conforming operator, got {code}:\n{output[-3000:]}"
     assert profile_of(report, PROFILE)["core"]["result"] == "failure"
     assert failed_tests(report) == {caught_by}, f"{caught_by} did not fail alone; failed: {sorted(failed_tests(report))}"
+
+
+ROUTERS = ("vllm-router", "sglang-router")
+"""The real P/D routers (``fixtures/pd_routers``): on a cluster they find labelled engine pods through their own service discovery."""
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+@pytest.mark.xdist_group("router-cluster")
+@pytest.mark.parametrize("router", ROUTERS)
+def test_a_real_router_finds_its_engine_pods_and_passes_level_unset_on_the_cluster(router: str, cluster: Cluster, tmp_path: Path) -> None:
+    """Unmodified, started with ``--service-discovery`` and two label selectors: the one core test its features reach passes.
+
+    Its three other core features are not declared (no topology setting), so core is ``partial`` and certify exits 1; no
+    test may fail or be skipped for another reason. Joining and leaving happen through the pods alone (create, delete).
+    """
+    from fixtures.pd_routers import deployment, sglang_router, vllm_router
+
+    kind = vllm_router.VllmRouter() if router == "vllm-router" else sglang_router.SglangRouter()
+    if not deployment.installed(kind):
+        pytest.skip(f"{kind.name} is not installed: {kind.install}")
+    if not cluster.has_pod_runner:
+        pytest.skip(f"backend {cluster.backend} has no pod runner")
+    case = "RouterTopologyLevelUnsetNoFiltering[rack]"
+    code, report, output = certify_on(cluster, router, tmp_path, "--run-test", case)
+    assert code == 1, f"certify must exit 1 (core partial: three core features undeclared), got {code}:\n{output[-3000:]}"
+    core = profile_of(report, PROFILE)["core"]
+    assert core["result"] == "partial", core
+    passed_failed = (core["statistics"]["passed"], core["statistics"]["failed"])
+    assert passed_failed == (1, 0), f"{case} must pass on the cluster: {core}\n{output[-3000:]}"
