@@ -55,6 +55,9 @@ class Behaviour:
     """Count readiness from the pods; False reports every existing pod as ready (optimistic)."""
     pod_group_key: Callable[[str, int], str] | None = None
     """The PodGroup's ``minTaskMember`` key of a replica when it differs from the pods' task-spec (None: ``task_key``)."""
+    pod_group_as_seed_example: bool = False
+    """Write the PodGroup as seed 004's example does (``minMember`` = every pod, no ``subGroupPolicy``) instead of one replica
+    of every gang role with a subGroupPolicy per role: on Volcano 1.15 that forbids the seed's own scheduling table (broken)."""
     scheduler_name: str = "volcano"
     """The scheduler of gang-scheduled pods (unless the InferenceService names one)."""
     isolate_rollouts: bool = True

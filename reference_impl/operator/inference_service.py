@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol import kube_names as kn
-from protocol.kube_objects import Container, InferenceService, Pod, PodGroup, Role, SubGroupPolicy, as_inference_service
+from protocol.kube_objects import Container, InferenceService, Pod, PodGroup, PodGroupSpec, Role, SubGroupPolicy, as_inference_service
 from reference_impl.operator.behaviour import REFERENCE, Behaviour
 from reference_impl.operator.dgd_pods import owner_reference
 
@@ -89,7 +89,7 @@ def plan(obj: Mapping[str, Any], behaviour: Behaviour) -> Plan:
                 pods[pod["metadata"]["name"]] = pod
             if in_gang:
                 tasks[(behaviour.pod_group_key or behaviour.task_key)(role["name"], replica)] = node_count(role)
-    return Plan(pods, pod_group(isvc, tasks) if gang else None)
+    return Plan(pods, pod_group(isvc, tasks, behaviour.pod_group_as_seed_example) if gang else None)
 
 
 def gang_roles(isvc: InferenceService) -> list[Role]:
@@ -117,8 +117,12 @@ def sub_group_policy(isvc: InferenceService) -> list[SubGroupPolicy]:
     ]
 
 
-def pod_group(isvc: InferenceService, tasks: Mapping[str, int]) -> PodGroup:
+def pod_group(isvc: InferenceService, tasks: Mapping[str, int], as_seed_example: bool = False) -> PodGroup:
+    """The service's PodGroup; ``as_seed_example``: seed 004's example fields instead (every pod, no subGroupPolicy; broken)."""
     meta = isvc["metadata"]
+    spec: PodGroupSpec = {"minMember": min_member(isvc), "minTaskMember": dict(tasks), "subGroupPolicy": sub_group_policy(isvc)}
+    if as_seed_example:
+        spec = {"minMember": sum(tasks.values()), "minTaskMember": dict(tasks)}
     return {
         "apiVersion": f"{kn.PG_GROUP}/{kn.PG_VERSION}",
         "kind": kn.PG_KIND,
@@ -128,7 +132,7 @@ def pod_group(isvc: InferenceService, tasks: Mapping[str, int]) -> PodGroup:
             "labels": {kn.IS_SERVICE_LABEL: meta["name"]},
             "ownerReferences": [owner_reference(isvc, f"{kn.IS_GROUP}/{kn.IS_VERSION}", kn.IS_KIND)],
         },
-        "spec": {"minMember": min_member(isvc), "minTaskMember": dict(tasks), "subGroupPolicy": sub_group_policy(isvc)},
+        "spec": spec,
     }
 
 

@@ -1,4 +1,4 @@
-"""`servecert certify --profile GANG-SCHEDULING --env cluster`: the reference passes; both broken gang setups fail.
+"""`servecert certify --profile GANG-SCHEDULING --env cluster`: the reference passes; every broken gang setup fails.
 
 Runs as a vendor would, in a subprocess joining this session's embedded cluster by name. The
 broken setups (tests/nonconforming/gang.py) are certified on the tests and cases that must
@@ -73,8 +73,14 @@ def test_the_reference_is_certified_on_gang_scheduling(cluster: Cluster, tmp_pat
             {"core": {"GangReplicaScaling", "GangCrossRole"}},
             ("the replicas that fit were not placed",),
         ),
+        (
+            "tests.nonconforming.gang:SeedExamplePodGroup",
+            "GangSchedulingTable[64-gpus]",
+            {"core": {"GangSchedulingTable"}},
+            ("the replicas that fit were not placed",),
+        ),
     ],
-    ids=["default-scheduler", "role-task-keys"],
+    ids=["default-scheduler", "role-task-keys", "seed-example-pod-group"],
 )
 def test_a_broken_gang_setup_is_failed_naming_the_property(
     cluster: Cluster, tmp_path: Path, adapter: str, focus: str, caught: dict[str, set[str]], property_named: tuple[str, ...]

@@ -82,3 +82,17 @@ def test_an_operator_breaking_a_rule_is_failed_by_the_test_for_that_rule(
     core = profile_of(report, profile)["core"]
     assert core["result"] == "failure"
     assert caught_by in core["failedTests"], f"{caught_by} did not fail; failed: {core['failedTests']}"
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("certify")
+def test_a_pod_group_written_as_the_seed_example_passes_the_pod_group_test(cluster: Cluster, tmp_path: Path) -> None:
+    """``minMember`` is the implementation's: the seed's example value (every pod) passes ``InferenceServicePodGroup``.
+
+    What Volcano then does with it fails ``GangSchedulingTable`` (tests/certify/test_gang_scheduling.py).
+    """
+    caught_by = "InferenceServicePodGroup"
+    # NB: the exit code says "not certified" either way: --run-test leaves the profiles' other tests unrun
+    _code, report, output = certify(cluster, "tests.nonconforming.gang:SeedExamplePodGroup", tmp_path, "--run-test", caught_by)
+    core = profile_of(report, "INFERENCESERVICE-API")["core"]
+    assert core["failedTests"] == [] and core["statistics"]["passed"] == 1, f"{core}\n{output[-3000:]}"

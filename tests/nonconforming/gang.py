@@ -5,6 +5,11 @@
 * ``RoleTaskKeys``: the reference operator, but its PodGroup's ``minTaskMember`` is keyed by role
   (``prefill``, ``decode``) while the pods' ``volcano.sh/task-spec`` says ``{role}-{replica}``:
   Volcano finds no pods for those keys and holds the gang forever when the keys are enforced.
+* ``SeedExamplePodGroup``: the reference operator, but its PodGroup is seed 004's example to the
+  letter (``minMember`` = every pod of the service, ``minTaskMember`` per replica, no
+  ``subGroupPolicy``). ``InferenceServicePodGroup`` leaves ``minMember`` to the implementation and
+  passes it; what Volcano then does breaks the seed's own table (nothing binds on 64 GPUs, where
+  the table runs 1 prefill + 1 decode replica), so ``GangSchedulingTable`` fails it.
 
 ``tests/certify/test_gang_scheduling.py`` checks the suite fails each.
 """
@@ -23,6 +28,7 @@ def _role_only(role: str, replica: int) -> str:
 
 DEFAULT_SCHEDULER_BEHAVIOUR = Behaviour(scheduler_name=DEFAULT_SCHEDULER)
 ROLE_TASK_KEYS = Behaviour(pod_group_key=_role_only)
+SEED_EXAMPLE_POD_GROUP = Behaviour(pod_group_as_seed_example=True)
 
 
 def DefaultScheduler() -> ReferenceImplementation:
@@ -31,3 +37,7 @@ def DefaultScheduler() -> ReferenceImplementation:
 
 def RoleTaskKeys() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:ROLE_TASK_KEYS")
+
+
+def SeedExamplePodGroup() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:SEED_EXAMPLE_POD_GROUP")
