@@ -40,6 +40,7 @@ WORKER_TOPOLOGY_STARTUP: Final = "WorkerTopologyStartup"
 INFERENCE_SERVICE_OBJECTS: Final = "InferenceServiceObjects"
 INFERENCE_SERVICE_POD_GROUP: Final = "InferenceServicePodGroup"
 INFERENCE_SERVICE_STATUS: Final = "InferenceServiceStatus"
+INFERENCE_SERVICE_UPDATE: Final = "InferenceServiceUpdate"
 # Core of GANG-SCHEDULING (seed 004's table on the operator's PodGroups and the cluster's scheduler)
 GANG_SCHEDULING_TABLE: Final = "GangSchedulingTable"
 GANG_REPLICA_ATOMICITY: Final = "GangReplicaAtomicity"
@@ -158,10 +159,14 @@ for _feature in (
     ),
     Feature(
         INFERENCE_SERVICE_POD_GROUP,
-        "Gang-scheduled services get one PodGroup with minTaskMember {role}-{replica} and minMember = one replica of every "
-        "gang role, kept in step with replicas.",
+        "Gang-scheduled services get one PodGroup named after them with minTaskMember {role}-{replica} per replica, kept in "
+        "step with replicas (minMember is the implementation's; GANG-SCHEDULING judges its effect).",
     ),
     Feature(INFERENCE_SERVICE_STATUS, "status.components counts desired/ready replicas and pods per role as pods become ready."),
+    Feature(
+        INFERENCE_SERVICE_UPDATE,
+        "A spec change replaces the pods it changes, each replica whole, labelled with the new generation as its revision.",
+    ),
     Feature(
         GANG_SCHEDULING_TABLE,
         "Seed 004's story 4 on 80/64/48/32/16 GPUs: full, 1P + 1D, 1P + 1D, blocked, blocked — in bindings and in status.",

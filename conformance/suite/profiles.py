@@ -109,6 +109,9 @@ INFERENCESERVICE_API = Profile(
             features.INFERENCE_SERVICE_OBJECTS,
             features.INFERENCE_SERVICE_POD_GROUP,
             features.INFERENCE_SERVICE_STATUS,
+            # NB: core, as seed 004 makes the generation the pods' revision "for update detection" and hands pod lifecycle to
+            # LWS, which replaces a changed group whole; a controller that never acts on an update breaks both.
+            features.INFERENCE_SERVICE_UPDATE,
         }
     ),
     extended=frozenset(),

@@ -150,6 +150,15 @@ class Timeouts:
         bound=3.0,
         kind=MINIMUM,
     )
+    inference_service_update_s: float = _setting(
+        120.0,
+        "s",
+        "From an InferenceService's spec change to every pod it changed replaced, Ready, labelled with the new generation, and "
+        "status.observedGeneration at it. The reference, replacing a role's replicas one at a time, took 17 s for story 2 (four "
+        "decode replicas in turn) on a quiet machine. Conformant bound: 120 s on the embedded cluster.",
+        concern="operator",
+        bound=120.0,
+    )
     # -- gang: GANG-SCHEDULING.
     gang_bound_s: float = _setting(
         30.0,

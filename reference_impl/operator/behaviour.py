@@ -58,6 +58,12 @@ class Behaviour:
     pod_group_as_seed_example: bool = False
     """Write the PodGroup as seed 004's example does (``minMember`` = every pod, no ``subGroupPolicy``) instead of one replica
     of every gang role with a subGroupPolicy per role: on Volcano 1.15 that forbids the seed's own scheduling table (broken)."""
+    roll_inference_services: bool = True
+    """Replace an InferenceService's pods when its spec changes them (``inference_service.replace``); False keeps the pods of
+    the generation that created them (broken)."""
+    replace_whole_replicas: bool = True
+    """Replace a changed replica's pods all at once, as LWS recreates a group; False one pod at a time beside the others (broken:
+    a replica runs two templates at once)."""
     scheduler_name: str = "volcano"
     """The scheduler of gang-scheduled pods (unless the InferenceService names one)."""
     isolate_rollouts: bool = True

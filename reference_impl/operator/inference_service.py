@@ -24,11 +24,21 @@ docs/gang-scheduling.md) that blocks story 4 at 64 and 48 GPUs, where the seed's
 (``JobInfo.CheckTaskReady`` returns early when minMember < their sum), binding half a replica.
 Volcano's sub-groups are all-or-nothing per replica and ``minSubGroups`` per role, which is the
 seed's table row by row.
+
+Updates (``replace``): every pod carries ``TEMPLATE_HASH``, a hash of what its replica's LWS
+template makes of it (spec, labels but the revision, annotations). A spec change that alters a
+replica's pods makes its group stale; as LWS does, a stale group is replaced whole — all its pods
+deleted, the new ones created only once every old one is gone, labelled with the new generation
+as ``fusioninfer.io/revision`` — so no replica ever runs pods of two templates. Replicas of a role
+are replaced one at a time (LWS's default maxUnavailable 1, maxSurge 0): the next stale group only
+once no other group of the role is terminating or coming up.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +54,8 @@ LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 LWS_GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 RAY_PORT = 6379
+TEMPLATE_HASH = "servecert.io/pod-template-hash"
+"""What the replica's template makes of a pod, hashed (LWS keeps its own as ``leaderworkerset.sigs.k8s.io/template-revision-hash``)."""
 
 
 @dataclass(frozen=True)
@@ -86,10 +98,78 @@ def plan(obj: Mapping[str, Any], behaviour: Behaviour) -> Plan:
         for replica in range(replicas(role)):
             task = behaviour.task_key(role["name"], replica)
             for pod in replica_pods(isvc, role, replica, task if in_gang else None, behaviour):
+                pod["metadata"]["annotations"][TEMPLATE_HASH] = template_hash(pod)
                 pods[pod["metadata"]["name"]] = pod
             if in_gang:
                 tasks[(behaviour.pod_group_key or behaviour.task_key)(role["name"], replica)] = node_count(role)
     return Plan(pods, pod_group(isvc, tasks, behaviour.pod_group_as_seed_example) if gang else None)
+
+
+def template_hash(pod: Mapping[str, Any]) -> str:
+    """The pod as its template makes it: spec, labels but the revision (the generation moves on any change), annotations."""
+    meta = pod["metadata"]
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != kn.IS_REVISION_LABEL}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != TEMPLATE_HASH}
+    text = json.dumps({"spec": pod["spec"], "labels": labels, "annotations": annotations}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _group_of(pod: Mapping[str, Any]) -> str:
+    return str((pod["metadata"].get("labels") or {}).get(LWS_NAME_LABEL, pod["metadata"]["name"]))
+
+
+def _role_of(pod: Mapping[str, Any]) -> str:
+    return str((pod["metadata"].get("labels") or {}).get(kn.IS_ROLE_LABEL, ""))
+
+
+def _terminating(pod: Mapping[str, Any]) -> bool:
+    return bool(pod["metadata"].get("deletionTimestamp"))
+
+
+def _stale(pod: Mapping[str, Any], desired: Mapping[str, Mapping[str, Any]]) -> bool:
+    want = desired.get(pod["metadata"]["name"])
+    have = (pod["metadata"].get("annotations") or {}).get(TEMPLATE_HASH)
+    return want is not None and have != want["metadata"]["annotations"][TEMPLATE_HASH]
+
+
+@dataclass(frozen=True)
+class Roll:
+    """One reconcile's update step: pods to delete now, and groups whose pods must not be created yet."""
+
+    delete: list[str]
+    hold: set[str]
+
+
+def replace(desired: Mapping[str, Mapping[str, Any]], existing: Sequence[Pod], whole_replicas: bool = True) -> Roll:
+    """Replace stale groups whole, one group per role at a time (see the module docstring).
+
+    ``whole_replicas`` False replaces one stale pod of a group at a time, the new pod beside the group's old ones (broken:
+    a replica then runs two templates at once).
+    """
+    by_group: dict[str, list[Pod]] = {}
+    for pod in existing:
+        by_group.setdefault(_group_of(pod), []).append(pod)
+    wanted: dict[str, list[str]] = {}
+    for name, manifest in desired.items():
+        wanted.setdefault(_group_of(manifest), []).append(name)
+    hold = {group for group, pods in by_group.items() if any(_terminating(p) for p in pods)}
+    busy: set[str] = set()  # roles with a group terminating or coming up
+    for group, names in wanted.items():
+        pods = by_group.get(group, [])
+        live = {p["metadata"]["name"]: p for p in pods if not _terminating(p)}
+        coming_up = any(n not in live or not pod_ready(live[n]) for n in names) and not any(_stale(p, desired) for p in live.values())
+        if group in hold or coming_up:
+            busy.add(_role_of(desired[names[0]]))
+    delete: list[str] = []
+    for group, names in sorted(wanted.items()):
+        role = _role_of(desired[names[0]])
+        stale = [p for p in by_group.get(group, []) if not _terminating(p) and _stale(p, desired)]
+        if not stale or role in busy:
+            continue
+        busy.add(role)
+        hold.add(group)
+        delete += [p["metadata"]["name"] for p in (stale if whole_replicas else stale[:1])]
+    return Roll(delete, hold if whole_replicas else set())
 
 
 def gang_roles(isvc: InferenceService) -> list[Role]:
@@ -246,10 +326,11 @@ def role_status(isvc: InferenceService, role: Role, pods: Sequence[Pod], now: st
         if (p.get("metadata") or {}).get("labels", {}).get(kn.IS_ROLE_LABEL) == role["name"]
         and p["metadata"]["labels"].get(kn.IS_REPLICA_LABEL) in wanted
     ]
-    ready_pods = sum(1 for p in mine if pod_ready(p))
+    serving = [p for p in mine if not _terminating(p)]  # NB: a pod being replaced or removed serves no more
+    ready_pods = sum(1 for p in serving if pod_ready(p))
     ready_replicas = 0
     for replica in range(desired):
-        members = [p for p in mine if p["metadata"]["labels"].get(kn.IS_REPLICA_LABEL) == str(replica)]
+        members = [p for p in serving if p["metadata"]["labels"].get(kn.IS_REPLICA_LABEL) == str(replica)]
         if len(members) == size and all(pod_ready(p) for p in members):
             ready_replicas += 1
     if any(_failed(p) for p in mine):

@@ -266,7 +266,16 @@ class Reconciler:
         if plan.pod_group is not None:
             self._sync_pod_group(plan.pod_group)
         existing = self._owned_pods(meta["namespace"], f"{kn.IS_SERVICE_LABEL}={meta['name']}", meta["uid"])
-        self._sync_pods(meta["namespace"], plan.pods, existing)
+        desired = plan.pods
+        if self.behaviour.roll_inference_services:
+            roll = inference_service.replace(plan.pods, existing, self.behaviour.replace_whole_replicas)
+            for name in roll.delete:
+                log.info("deleting pod %s/%s: its template changed", meta["namespace"], name)
+                self._ignore(404, self.core.delete_namespaced_pod, name, meta["namespace"], grace_period_seconds=5)
+            desired = {n: p for n, p in plan.pods.items() if p["metadata"]["labels"][inference_service.LWS_NAME_LABEL] not in roll.hold}
+        held = set(plan.pods) - set(desired)
+        # NB: a held group's pods are neither made (the old ones still terminate under the same names) nor removed
+        self._sync_pods(meta["namespace"], desired, [p for p in existing if p["metadata"]["name"] not in held])
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         if not self.behaviour.status_from_pods:
             existing = [_as_ready(p) for p in existing]

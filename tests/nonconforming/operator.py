@@ -39,6 +39,8 @@ NO_TOPOLOGY_RETRY = Behaviour(worker_topology_wait="0")
 ACCEPTS_TOPOLOGY_ON_WORKERS = Behaviour(check_component_type=False)
 DEFAULTS_TO_FALLBACK = Behaviour(default_mismatch_policy="fallback")
 ADMITS_WITHOUT_GROVE = Behaviour(check_crd_installed=False)
+IGNORES_UPDATES = Behaviour(roll_inference_services=False)
+ROLLS_POD_BY_POD = Behaviour(replace_whole_replicas=False)
 
 
 def _variant(name: str) -> ReferenceImplementation:
@@ -93,3 +95,13 @@ def DefaultsToFallback() -> ReferenceImplementation:
 def AdmitsWithoutGrove() -> ReferenceImplementation:
     """Seed 000's "Grove not installed" row: this webhook admits the topology it cannot check."""
     return _variant("ADMITS_WITHOUT_GROVE")
+
+
+def IgnoresUpdates() -> ReferenceImplementation:
+    """An InferenceService's spec change never reaches its pods: they keep the generation that created them."""
+    return _variant("IGNORES_UPDATES")
+
+
+def RollsPodByPod() -> ReferenceImplementation:
+    """A changed replica's pods are replaced one at a time, so the replica runs two templates at once."""
+    return _variant("ROLLS_POD_BY_POD")

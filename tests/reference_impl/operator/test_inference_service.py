@@ -20,6 +20,13 @@ def with_state(pod: dict[str, Any], *, ready: bool = False, node: str | None = N
     return out
 
 
+def gang_annotations(pod: dict[str, Any]) -> dict[str, str]:
+    """The pod's annotations but the update's template hash (``inference_service.TEMPLATE_HASH``, on every pod)."""
+    annotations = dict(pod["metadata"]["annotations"])
+    assert annotations.pop(inference_service.TEMPLATE_HASH)
+    return annotations
+
+
 # -- InferenceService plan -----------------------------------------------------------------------
 
 EXPECTED_PODS: dict[int, list[str]] = {
@@ -111,7 +118,7 @@ def test_monolithic_single_node_story_is_not_gang_scheduled() -> None:
     plan = inference_service.plan(story(1), REFERENCE)
     assert plan.pod_group is None
     pod = plan.pods["qwen-inference-inference-0-0"]
-    assert pod["metadata"]["annotations"] == {}
+    assert gang_annotations(pod) == {}
     assert "schedulerName" not in pod["spec"]
 
 
@@ -122,7 +129,7 @@ def test_gang_scheduled_stories_annotate_every_pod_with_group_and_task(n: int) -
     for pod in inference_service.plan(obj, REFERENCE).pods.values():
         labels = pod["metadata"]["labels"]
         task = f"{labels['fusioninfer.io/role-name']}-{labels['fusioninfer.io/replica-index']}"
-        assert pod["metadata"]["annotations"] == {"scheduling.k8s.io/group-name": service, "volcano.sh/task-spec": task}
+        assert gang_annotations(pod) == {"scheduling.k8s.io/group-name": service, "volcano.sh/task-spec": task}
         assert pod["spec"]["schedulerName"] == "volcano"
 
 
@@ -266,7 +273,7 @@ def test_router_roles_are_not_in_the_gang() -> None:
     }
     for name in ("qwen-inference-service-router-0-0", "qwen-inference-service-router-1-0"):
         router = plan.pods[name]
-        assert router["metadata"]["annotations"] == {}
+        assert gang_annotations(router) == {}
         assert "schedulerName" not in router["spec"]
         assert router["metadata"]["labels"]["fusioninfer.io/component-type"] == "router"
     assert plan.pods["qwen-inference-service-prefill-0-0"]["spec"]["schedulerName"] == "volcano"
@@ -277,7 +284,7 @@ def test_multinode_router_does_not_make_a_service_gang_scheduled() -> None:
     obj["spec"]["roles"][0]["multinode"] = {"nodeCount": 2}
     plan = inference_service.plan(obj, REFERENCE)
     assert plan.pod_group is None
-    assert plan.pods["qwen-inference-inference-0-0"]["metadata"]["annotations"] == {}
+    assert gang_annotations(plan.pods["qwen-inference-inference-0-0"]) == {}
 
 
 @pytest.mark.parametrize(("n", "gang"), [(1, False), (2, True), (3, True), (4, True)])
@@ -391,3 +398,56 @@ def test_status_ignores_pods_of_replicas_no_longer_desired() -> None:
     obj["spec"]["roles"][0]["replicas"] = 1
     role = inference_service.status(obj, pods, "t")["components"]["inference"]
     assert (role["totalPods"], role["readyPods"], role["readyReplicas"], role["phase"]) == (4, 4, 1, "Running")
+
+
+# -- updates (inference_service.replace) -----------------------------------------------------------
+
+
+def changed(obj: dict[str, Any], generation: int) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["metadata"]["generation"] = generation
+    for role in out["spec"]["roles"]:
+        container = role["template"]["spec"]["containers"][0]
+        container["env"] = [*(container.get("env") or []), {"name": "CHANGED", "value": "1"}]
+    return out
+
+
+def running(pods: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [with_state(p, ready=True, node="n") for p in pods.values()]
+
+
+def test_a_generation_alone_replaces_nothing() -> None:
+    old = inference_service.plan(story(3), REFERENCE).pods
+    new = inference_service.plan(story(3, generation=5), REFERENCE).pods
+    assert inference_service.replace(new, running(old)) == inference_service.Roll([], set())
+
+
+def test_a_template_change_replaces_one_whole_replica_of_each_role_at_a_time() -> None:
+    old = inference_service.plan(story(3), REFERENCE).pods
+    new = inference_service.plan(changed(story(3), 2), REFERENCE).pods
+    roll = inference_service.replace(new, running(old))
+    assert roll.delete == [n for n in EXPECTED_PODS[3] if n.startswith("deepseek-r1-inference-inference-0-")]
+    assert roll.hold == {"deepseek-r1-inference-inference-0"}
+    terminating = running(old)
+    for pod in terminating[:4]:
+        pod["metadata"]["deletionTimestamp"] = "2026-11-27T00:00:00Z"
+    assert inference_service.replace(new, terminating) == inference_service.Roll([], {"deepseek-r1-inference-inference-0"})
+    # replica 0 gone and created again, not Ready yet: replica 1 waits
+    coming_up = [with_state(p, ready=False) for name, p in new.items() if "-inference-0-" in name] + terminating[4:]
+    assert inference_service.replace(new, coming_up).delete == []
+    ready = [with_state(p, ready=True, node="n") for name, p in new.items() if "-inference-0-" in name] + terminating[4:]
+    assert inference_service.replace(new, ready).delete == [n for n in EXPECTED_PODS[3] if "-inference-1-" in n]
+
+
+def test_roles_roll_side_by_side_and_the_broken_variant_takes_one_pod() -> None:
+    old = inference_service.plan(story(2), REFERENCE).pods
+    new = inference_service.plan(changed(story(2), 2), REFERENCE).pods
+    assert inference_service.replace(new, running(old)).delete == [
+        "qwen-inference-service-decode-0-0",
+        "qwen-inference-service-prefill-0-0",
+    ]
+    old3 = inference_service.plan(story(3), REFERENCE).pods
+    new3 = inference_service.plan(changed(story(3), 2), REFERENCE).pods
+    assert inference_service.replace(new3, running(old3), whole_replicas=False) == inference_service.Roll(
+        ["deepseek-r1-inference-inference-0-0"], set()
+    )
