@@ -328,6 +328,7 @@ class Role(TypedDict, total=False):
 
 class SchedulingStrategy(TypedDict, total=False):
     schedulerName: str
+    networkTopology: dict[str, Any]
 
 
 class InferenceServiceSpec(TypedDict, total=False):

@@ -126,9 +126,14 @@ GANG_SCHEDULING = Profile(
             features.GANG_REPLICA_ATOMICITY,
             features.GANG_CROSS_ROLE,
             features.GANG_REPLICA_SCALING,
+            # NB: core, as seed 002 is the design of network-topology-aware gang scheduling (its hard and soft modes are
+            # the API it adds); the implementation asks for it (the InferenceService's schedulingStrategy.networkTopology
+            # on its PodGroup) and the tests judge where its pods land.
+            features.NETWORK_TOPOLOGY_HARD,
+            features.NETWORK_TOPOLOGY_SOFT,
         }
     ),
-    extended=frozenset({features.NETWORK_TOPOLOGY_HARD, features.NETWORK_TOPOLOGY_SOFT, features.HYPERNODE_GENERATION}),
+    extended=frozenset({features.HYPERNODE_GENERATION}),
     environments=frozenset({"cluster"}),
 )
 

@@ -58,6 +58,8 @@ class Behaviour:
     pod_group_as_seed_example: bool = False
     """Write the PodGroup as seed 004's example does (``minMember`` = every pod, no ``subGroupPolicy``) instead of one replica
     of every gang role with a subGroupPolicy per role: on Volcano 1.15 that forbids the seed's own scheduling table (broken)."""
+    network_topology: bool = True
+    """Put ``schedulingStrategy.networkTopology`` on the service's PodGroup; False drops it (broken: the gang lands anywhere)."""
     roll_inference_services: bool = True
     """Replace an InferenceService's pods when its spec changes them (``inference_service.replace``); False keeps the pods of
     the generation that created them (broken)."""

@@ -102,7 +102,8 @@ def plan(obj: Mapping[str, Any], behaviour: Behaviour) -> Plan:
                 pods[pod["metadata"]["name"]] = pod
             if in_gang:
                 tasks[(behaviour.pod_group_key or behaviour.task_key)(role["name"], replica)] = node_count(role)
-    return Plan(pods, pod_group(isvc, tasks, behaviour.pod_group_as_seed_example) if gang else None)
+    group = pod_group(isvc, tasks, behaviour.pod_group_as_seed_example, behaviour.network_topology) if gang else None
+    return Plan(pods, group)
 
 
 def template_hash(pod: Mapping[str, Any]) -> str:
@@ -197,12 +198,19 @@ def sub_group_policy(isvc: InferenceService) -> list[SubGroupPolicy]:
     ]
 
 
-def pod_group(isvc: InferenceService, tasks: Mapping[str, int], as_seed_example: bool = False) -> PodGroup:
-    """The service's PodGroup; ``as_seed_example``: seed 004's example fields instead (every pod, no subGroupPolicy; broken)."""
+def pod_group(isvc: InferenceService, tasks: Mapping[str, int], as_seed_example: bool = False, network_topology: bool = True) -> PodGroup:
+    """The service's PodGroup; ``as_seed_example``: seed 004's example fields instead (every pod, no subGroupPolicy; broken).
+
+    ``schedulingStrategy.networkTopology`` (seed 002's job-level topology) becomes the PodGroup's ``networkTopology``;
+    ``network_topology`` False drops it (broken).
+    """
     meta = isvc["metadata"]
     spec: PodGroupSpec = {"minMember": min_member(isvc), "minTaskMember": dict(tasks), "subGroupPolicy": sub_group_policy(isvc)}
     if as_seed_example:
         spec = {"minMember": sum(tasks.values()), "minTaskMember": dict(tasks)}
+    topology = ((isvc.get("spec") or {}).get("schedulingStrategy") or {}).get("networkTopology")
+    if topology and network_topology:
+        spec["networkTopology"] = dict(topology)
     return {
         "apiVersion": f"{kn.PG_GROUP}/{kn.PG_VERSION}",
         "kind": kn.PG_KIND,

@@ -39,7 +39,7 @@ def test_the_reference_is_certified_on_gang_scheduling(cluster: Cluster, tmp_pat
     code, report, output = certify(cluster, "reference", tmp_path, "--workers", "1")
     assert code == 0, output[-3000:]
     profile = profile_of(report)
-    for section, tests in (("core", 4), ("extended", 3)):
+    for section, tests in (("core", 6), ("extended", 1)):
         result = profile[section]
         assert result["result"] == "success", result
         assert result["statistics"]["passed"] == tests and result["statistics"]["skipped"] == 0, result
@@ -56,8 +56,8 @@ def test_the_reference_is_certified_on_gang_scheduling(cluster: Cluster, tmp_pat
             "GangSchedulingTable[64-gpus],GangReplicaAtomicity,NetworkTopologyHard[spine-leaf-tier1],NetworkTopologySoft,"
             "HyperNodeGeneration",
             {
-                "core": {"GangSchedulingTable", "GangReplicaAtomicity"},
-                "extended": {"NetworkTopologyHard", "NetworkTopologySoft", "HyperNodeGeneration"},
+                "core": {"GangSchedulingTable", "GangReplicaAtomicity", "NetworkTopologyHard", "NetworkTopologySoft"},
+                "extended": {"HyperNodeGeneration"},
             },
             (
                 "intra-replica atomicity broken",
@@ -74,13 +74,19 @@ def test_the_reference_is_certified_on_gang_scheduling(cluster: Cluster, tmp_pat
             ("the replicas that fit were not placed",),
         ),
         (
+            "tests.nonconforming.gang:DropsNetworkTopology",
+            "NetworkTopologyHard[spine-leaf-tier1],NetworkTopologySoft[spine-leaf]",
+            {"core": {"NetworkTopologyHard", "NetworkTopologySoft"}},
+            ("must share one HyperNode", "must stay Pending whole"),
+        ),
+        (
             "tests.nonconforming.gang:SeedExamplePodGroup",
             "GangSchedulingTable[64-gpus]",
             {"core": {"GangSchedulingTable"}},
             ("the replicas that fit were not placed",),
         ),
     ],
-    ids=["default-scheduler", "role-task-keys", "seed-example-pod-group"],
+    ids=["default-scheduler", "role-task-keys", "drops-network-topology", "seed-example-pod-group"],
 )
 def test_a_broken_gang_setup_is_failed_naming_the_property(
     cluster: Cluster, tmp_path: Path, adapter: str, focus: str, caught: dict[str, set[str]], property_named: tuple[str, ...]

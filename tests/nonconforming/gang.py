@@ -1,7 +1,8 @@
 """Deliberately non-conforming gang setups for GANG-SCHEDULING.
 
-* ``DefaultScheduler``: the default kube-scheduler places the service's pods and the suite's
-  gangs (no gang support: it binds pod by pod wherever one fits; PodGroups mean nothing to it).
+* ``DefaultScheduler``: the reference operator, but its gang-scheduled pods name the default
+  kube-scheduler (no gang support: it binds pod by pod wherever one fits; PodGroups and their
+  network topology mean nothing to it).
 * ``RoleTaskKeys``: the reference operator, but its PodGroup's ``minTaskMember`` is keyed by role
   (``prefill``, ``decode``) while the pods' ``volcano.sh/task-spec`` says ``{role}-{replica}``:
   Volcano finds no pods for those keys and holds the gang forever when the keys are enforced.
@@ -10,6 +11,11 @@
   ``subGroupPolicy``). ``InferenceServicePodGroup`` leaves ``minMember`` to the implementation and
   passes it; what Volcano then does breaks the seed's own table (nothing binds on 64 GPUs, where
   the table runs 1 prefill + 1 decode replica), so ``GangSchedulingTable`` fails it.
+
+* ``DropsNetworkTopology``: the reference operator, but the InferenceService's
+  ``schedulingStrategy.networkTopology`` never reaches its PodGroup: Volcano places the gang
+  anywhere, so a hard gang that no allowed domain holds is bound across the tree, and one that fits
+  a domain lands outside it.
 
 ``tests/certify/test_gang_scheduling.py`` checks the suite fails each.
 """
@@ -29,10 +35,11 @@ def _role_only(role: str, replica: int) -> str:
 DEFAULT_SCHEDULER_BEHAVIOUR = Behaviour(scheduler_name=DEFAULT_SCHEDULER)
 ROLE_TASK_KEYS = Behaviour(pod_group_key=_role_only)
 SEED_EXAMPLE_POD_GROUP = Behaviour(pod_group_as_seed_example=True)
+DROPS_NETWORK_TOPOLOGY = Behaviour(network_topology=False)
 
 
 def DefaultScheduler() -> ReferenceImplementation:
-    return ReferenceImplementation(operator_behaviour=f"{__name__}:DEFAULT_SCHEDULER_BEHAVIOUR", gang_scheduler=DEFAULT_SCHEDULER)
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:DEFAULT_SCHEDULER_BEHAVIOUR")
 
 
 def RoleTaskKeys() -> ReferenceImplementation:
@@ -41,3 +48,7 @@ def RoleTaskKeys() -> ReferenceImplementation:
 
 def SeedExamplePodGroup() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:SEED_EXAMPLE_POD_GROUP")
+
+
+def DropsNetworkTopology() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:DROPS_NETWORK_TOPOLOGY")

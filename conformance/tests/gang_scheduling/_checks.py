@@ -40,17 +40,11 @@ GPU = topology.GPU_RESOURCE
 GPUS_PER_NODE = 8
 STORY4 = "deepseek-r1-disagg"
 PREFILL, DECODE = "prefill", "decode"
-DEFAULT_GANG_SCHEDULER = "volcano"
 
 Groups = dict[str, frozenset[str]]
 """Replica ("prefill-0") -> the names of its pods."""
 Event = tuple[float, str, bool]
 """(time seen, pod name, bound after this event)."""
-
-
-def gang_scheduler(ctx: TestContext) -> str:
-    """The scheduler the implementation's gangs use (``gang_scheduler`` on the adapter; Volcano if unset)."""
-    return str(getattr(ctx.implementation, "gang_scheduler", DEFAULT_GANG_SCHEDULER))
 
 
 def case_node(env: ClusterEnvironment, name: str, labels: Mapping[str, str] | None = None, gpus: int = GPUS_PER_NODE) -> dict[str, Any]:

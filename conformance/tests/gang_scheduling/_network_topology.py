@@ -6,7 +6,8 @@ Data flow::
         -> install(env, tree)    the case's nodes (8 GPUs; the tree's ``small`` ones 4)
                                  + HyperNodes named <namespace>-<name>
         -> Installed.leaves      HyperNode -> the nodes it covers (the suite's own resolution)
-    gang(env, ...)               PodGroup {minMember, networkTopology} + pods of 4 GPUs asking for it
+    gang(env, ...)               an InferenceService: one replica of N pods of 4 GPUs, schedulingStrategy.networkTopology
+        -> the implementation's operator: its PodGroup (networkTopology) and pods; its gang scheduler places them
         -> placement             pod -> node, read from the pods (spec.nodeName)
         -> tightest(...)         the lowest-tier HyperNode holding every placed pod
 
@@ -30,6 +31,7 @@ from conformance.tests.gang_scheduling import _checks as gc
 from conformance.utils import kube as kc
 from fixtures.cluster import hypernodes, kube
 from fixtures.cluster_env import ClusterEnvironment
+from protocol import kube_names as kn
 from protocol import waiting
 
 POD_GPUS = 4
@@ -174,34 +176,38 @@ async def try_create_hypernode(env: ClusterEnvironment, obj: Mapping[str, Any]) 
     return None
 
 
-async def gang(env: ClusterEnvironment, name: str, pods: int, scheduler: str, mode: str, tier: int) -> list[str]:
-    """A PodGroup of ``pods`` (minMember = all) with networkTopology {mode, highestTierAllowed: tier}, and its pods."""
-    group = {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name},
-        "spec": {"minMember": pods, "networkTopology": {"mode": mode, "highestTierAllowed": tier}},
+def service(env: ClusterEnvironment, name: str, pods: int, mode: str, tier: int) -> dict[str, Any]:
+    """An InferenceService asking for a gang of ``pods`` inside the tree: one worker role, one replica of ``pods`` nodes
+    (``POD_GPUS`` a pod, on the case's nodes), with ``schedulingStrategy.networkTopology {mode, highestTierAllowed: tier}``.
+
+    The implementation turns it into a PodGroup and pods itself; the suite judges where the pods land. No scheduler is
+    named: the implementation's gang scheduler decides.
+    """
+    container = {"name": "worker", "image": PAUSE_IMAGE, "resources": {"limits": {gc.GPU: str(POD_GPUS)}}}
+    role = {
+        "name": "worker",
+        "componentType": "worker",
+        "replicas": 1,
+        "multinode": {"nodeCount": pods},
+        "template": {"spec": gc.place({"containers": [container]}, env)},
     }
-    await kc.create(env, kc.PODGROUP, group)
-    names = [f"{name}-{i}" for i in range(pods)]
-    for pod in names:
-        spec = {
-            "schedulerName": scheduler,
-            "containers": [{"name": "worker", "image": PAUSE_IMAGE, "resources": {"limits": {gc.GPU: str(POD_GPUS)}}}],
-        }
-        body = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": pod, "labels": {"servecert.io/gang": name}, "annotations": {"scheduling.k8s.io/group-name": name}},
-            "spec": gc.place(spec, env),
-        }
-        await asyncio.to_thread(kube.create_pod, env.api, env.namespace, body)
-    return names
+    strategy = {"networkTopology": {"mode": mode, "highestTierAllowed": tier}}
+    return {
+        "apiVersion": f"{kn.IS_GROUP}/{kn.IS_VERSION}",
+        "kind": kn.IS_KIND,
+        "metadata": {"name": name},
+        "spec": {"roles": [role], "schedulingStrategy": strategy},
+    }
+
+
+async def gang(env: ClusterEnvironment, name: str, pods: int, mode: str, tier: int) -> None:
+    """Deploy ``service(...)`` through the implementation's operator."""
+    await kc.create(env, kc.ISVC, service(env, name, pods, mode, tier))
 
 
 async def placement(env: ClusterEnvironment, gang_name: str) -> dict[str, str]:
     """pod -> node ('' when unbound) for the gang's pods."""
-    found = await kc.pods(env, f"servecert.io/gang={gang_name}")
+    found = await kc.pods(env, f"{kn.IS_SERVICE_LABEL}={gang_name}")
     return {p["metadata"]["name"]: (p.get("spec") or {}).get("nodeName") or "" for p in found}
 
 
@@ -230,9 +236,9 @@ async def none_bound_for(env: ClusterEnvironment, gang_name: str, seconds: float
 
 
 async def remove_gang(env: ClusterEnvironment, gang_name: str, timeout_s: float) -> None:
-    """Delete the gang's pods and PodGroup and wait until the pods are gone (their room is free again)."""
-    await asyncio.to_thread(kube.delete_pods, env.api, env.namespace, f"servecert.io/gang={gang_name}", grace_period_seconds=0)
-    await asyncio.to_thread(kube.delete_object, env.api, kc.PODGROUP, env.namespace, gang_name)
+    """Delete the gang's InferenceService and its pods, and wait until the pods are gone (their room is free again)."""
+    await asyncio.to_thread(kube.delete_object, env.api, kc.ISVC, env.namespace, gang_name)
+    await asyncio.to_thread(kube.delete_pods, env.api, env.namespace, f"{kn.IS_SERVICE_LABEL}={gang_name}", grace_period_seconds=0)
 
     async def gone() -> bool:
         return not await placement(env, gang_name)

@@ -20,7 +20,6 @@ from typing import Any
 
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
-from conformance.tests.gang_scheduling import _checks as gc
 from conformance.tests.gang_scheduling import _network_topology as nt
 from conformance.utils import kube as kc
 from fixtures.cluster import hypernodes, topology
@@ -47,11 +46,10 @@ async def check(ctx: TestContext) -> None:
     labels = labelled_nodes(env.namespace)
     installed = nt.Installed(labels, hypernodes.generate(labels, topology.LEVELS, mode))
     await nt.install(env, installed, ready_s=t.gang_nodes_ready_s)
-    scheduler = gc.gang_scheduler(ctx)
     for tier, key in ((1, topology.RACK_LABEL), (2, topology.ZONE_LABEL)):
         pods = installed.capacity(tier, min)
         what = f"generated tree ({mode} members): hard, highestTierAllowed {tier}, {pods} pods"
-        await nt.gang(env, f"tier{tier}", pods, scheduler, "hard", tier)
+        await nt.gang(env, f"tier{tier}", pods, "hard", tier)
         placed = await nt.all_bound(env, f"tier{tier}", pods, t.gang_bound_s, what)
         values = {labels[node][key] for node in placed.values()}
         if len(values) != 1:

@@ -5,14 +5,15 @@ for highestTierAllowed 1 and 2: a gang exactly the size of the smallest domain o
 (and, for tier 2, larger than any tier-1 domain) must be bound inside one HyperNode of that tier
 or lower; removed again, a gang one pod larger than the largest domain of that tier must stay
 Pending, every pod of it, for ``gang_settle_s`` — though the case's nodes could hold it spread.
-Ground truth: the pods' ``spec.nodeName`` and the HyperNodes the suite created.
+Each gang is an InferenceService asking for ``schedulingStrategy.networkTopology`` (``_network_topology.service``):
+the implementation's operator must carry it to its PodGroup, so the verdict is the implementation's, not the
+scheduler's alone. Ground truth: the pods' ``spec.nodeName`` and the HyperNodes the suite created.
 """
 
 from __future__ import annotations
 
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
-from conformance.tests.gang_scheduling import _checks as gc
 from conformance.tests.gang_scheduling import _network_topology as nt
 from conformance.utils import kube as kc
 
@@ -21,18 +22,17 @@ async def check(ctx: TestContext) -> None:
     env, t = kc.env_of(ctx), ctx.timeouts
     tree, tier = nt.TREES[ctx.params["tree"]], int(ctx.params["tier"])
     installed = await nt.install(env, nt.tree_objects(env, tree), ready_s=t.gang_nodes_ready_s)
-    scheduler = gc.gang_scheduler(ctx)
 
     fits = installed.capacity(tier, min)
     what = f"{tree.name}: hard, highestTierAllowed {tier}, {fits} pods (fills the smallest tier-{tier} domain)"
-    await nt.gang(env, "fits", fits, scheduler, "hard", tier)
+    await nt.gang(env, "fits", fits, "hard", tier)
     placed = await nt.all_bound(env, "fits", fits, t.gang_bound_s, what)
     nt.placement_must_fit_tier(installed, placed, tier, what)
     await nt.remove_gang(env, "fits", t.operator_reconcile_s)
 
     over = installed.capacity(tier, max) + 1
     what = f"{tree.name}: hard, highestTierAllowed {tier}, {over} pods (one more than any tier-{tier} domain holds)"
-    await nt.gang(env, "over", over, scheduler, "hard", tier)
+    await nt.gang(env, "over", over, "hard", tier)
     await nt.none_bound_for(env, "over", t.gang_settle_s, what)
 
 

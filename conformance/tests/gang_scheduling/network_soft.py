@@ -6,16 +6,17 @@ On each of the seed's two trees, with mode soft and highestTierAllowed 1:
   (the tightest, and only, domain that holds it);
 * a gang larger than every tier-2 domain is still bound, whole, across domains (soft never waits
   for a domain that cannot exist).
-Each gang is removed before the next. The domains differ in size, the largest last (``Tree.small``):
-with equal domains, a scheduler blind to the tree that packs pods onto the first nodes lands in
-one by chance; the default scheduler passed this test that way once in CI.
+Each gang is an InferenceService asking for ``schedulingStrategy.networkTopology``, deployed through
+the implementation's operator (``_network_topology.service``), and removed before the next. The
+domains differ in size, the largest last (``Tree.small``): with equal domains, a scheduler blind
+to the tree that packs pods onto the first nodes lands in one by chance; the default scheduler
+passed this test that way once in CI.
 """
 
 from __future__ import annotations
 
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
-from conformance.tests.gang_scheduling import _checks as gc
 from conformance.tests.gang_scheduling import _network_topology as nt
 from conformance.utils import kube as kc
 
@@ -24,7 +25,6 @@ async def check(ctx: TestContext) -> None:
     env, t = kc.env_of(ctx), ctx.timeouts
     tree = nt.TREES[ctx.params["tree"]]
     installed = await nt.install(env, nt.tree_objects(env, tree), ready_s=t.gang_nodes_ready_s)
-    scheduler = gc.gang_scheduler(ctx)
     steps = (
         ("tier1", installed.capacity(1, max), 1),
         ("tier2", installed.capacity(2, max), 2),
@@ -33,7 +33,7 @@ async def check(ctx: TestContext) -> None:
     for name, pods, tightest in steps:
         where = f" (fit only {installed.holding(tightest, pods)})" if tightest else " (more than any tier-2 domain)"
         what = f"{tree.name}: soft, {pods} pods{where}"
-        await nt.gang(env, name, pods, scheduler, "soft", 1)
+        await nt.gang(env, name, pods, "soft", 1)
         placed = await nt.all_bound(env, name, pods, t.gang_bound_s, what)
         if tightest is not None:
             nt.placement_must_fit_tier(installed, placed, tightest, what)
