@@ -48,6 +48,7 @@ REFERENCE_CODE: dict[str, tuple[str, ...]] = {
     "InferenceServiceObjects": ("reference_impl/operator/inference_service.py", "reference_impl/operator/behaviour.py"),
     "InferenceServicePodGroup": ("reference_impl/operator/inference_service.py", "reference_impl/operator/reconcile.py"),
     "InferenceServiceStatus": ("reference_impl/operator/inference_service.py",),
+    "InferenceServiceReplicaReadiness": ("reference_impl/operator/inference_service.py",),
     "InferenceServiceRollingUpdate": ("reference_impl/operator/inference_service.py", "reference_impl/operator/reconcile.py"),
     "NetworkTopologyHard": ("fixtures/cluster/volcano.py",),
     "NetworkTopologySoft": ("fixtures/cluster/volcano.py",),

@@ -89,6 +89,21 @@ async def label_pod(env: ClusterEnvironment, name: str, labels: Mapping[str, str
     await asyncio.to_thread(kube.label_pod, env.api, env.namespace, name, labels)
 
 
+async def set_pod_state(env: ClusterEnvironment, name: str, phase: str, ready: str) -> None:
+    """Report the pod in ``phase`` with its Ready and ContainersReady conditions at ``ready`` ("True", "False", "Unknown"),
+    as its kubelet would after a readiness probe (or the node controller for a node gone silent). Only for pods kwok plays:
+    its pod stages act on Pending pods alone, so nothing rewrites this."""
+    found = await pod(env, name)
+    if found is None:
+        raise AssertionError(f"pod {name} is gone; cannot set its state")
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    conditions = [dict(c) for c in (found.get("status") or {}).get("conditions") or []]
+    for condition in conditions:
+        if condition.get("type") in ("Ready", "ContainersReady") and condition.get("status") != ready:
+            condition.update(status=ready, lastTransitionTime=now)
+    await asyncio.to_thread(kube.patch_pod_status, env.api, env.namespace, name, {"phase": phase, "conditions": conditions})
+
+
 async def worker_metadata(env: ClusterEnvironment) -> list[kube_objects.WorkerMetadata]:
     """What the engines registered for discovery in the case's namespace (the suite's fakes: ground truth)."""
     return await asyncio.to_thread(kube.list_worker_metadata, env.api, env.namespace)

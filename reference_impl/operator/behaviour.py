@@ -28,6 +28,7 @@ def bound_node(bound: str, nodes: Sequence[str]) -> str:
 
 
 SPLITS = ("ready", "even", "switch")
+REPLICA_READINESS = ("all-pods", "leader", "pod-count")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,11 @@ class Behaviour:
     """``DYN_TOPOLOGY_WAIT_SECONDS`` imposed on workers over the user's; None leaves theirs (``"0"``: no retry period, broken)."""
     status_from_pods: bool = True
     """Count readiness from the pods; False reports every existing pod as ready (optimistic)."""
+    replica_readiness: str = "all-pods"
+    """Seed 004: a replica counts as ready only when all its pods are (``all-pods``); ``leader`` counts a replica whose
+    leader is Ready, ``pod-count`` divides the ready pods by the pods of a replica (broken)."""
+    report_unknown: bool = True
+    """A role with a pod whose phase is Unknown is in phase Unknown; False reports it as any other not-ready role (broken)."""
     pod_group_key: Callable[[str, int], str] | None = None
     """The PodGroup's ``minTaskMember`` key of a replica when it differs from the pods' task-spec (None: ``task_key``)."""
     pod_group_as_seed_example: bool = False
@@ -103,6 +109,8 @@ class Behaviour:
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
             raise ValueError(f"Behaviour.split {self.split!r} must be one of {SPLITS}")
+        if self.replica_readiness not in REPLICA_READINESS:
+            raise ValueError(f"Behaviour.replica_readiness {self.replica_readiness!r} must be one of {REPLICA_READINESS}")
 
 
 REFERENCE = Behaviour()

@@ -324,8 +324,35 @@ def _failed(pod: Pod) -> bool:
     return (pod.get("status") or {}).get("phase") == "Failed"
 
 
-def role_status(isvc: InferenceService, role: Role, pods: Sequence[Pod], now: str) -> dict[str, Any]:
-    """Seed 004's ComponentStatus for one role from the pods that exist."""
+def _unknown(pod: Pod) -> bool:
+    """Kubernetes could not obtain the pod's state (its phase is Unknown, as when its node stops reporting)."""
+    return (pod.get("status") or {}).get("phase") == "Unknown"
+
+
+def ready_replicas(members: Mapping[int, Sequence[Pod]], size: int, readiness: str = "all-pods") -> int:
+    """Seed 004: "a replica is ready only when all its nodes are ready"; ``readiness`` other than ``all-pods`` is broken.
+
+    ``members``: each wanted replica's serving pods. ``leader``: a replica whose leader is Ready; ``pod-count``: ready pods
+    divided by the pods of a replica.
+    """
+    if readiness == "pod-count":
+        ready = sum(1 for pods in members.values() for p in pods if pod_ready(p))
+        return min(len(members), ready // max(size, 1))
+    if readiness == "leader":
+        return sum(1 for pods in members.values() if any(_worker_index(p) == 0 and pod_ready(p) for p in pods))
+    return sum(1 for pods in members.values() if len(pods) == size and all(pod_ready(p) for p in pods))
+
+
+def _worker_index(pod: Pod) -> int:
+    return int((pod.get("metadata") or {}).get("labels", {}).get(LWS_WORKER_INDEX_LABEL, "-1"))
+
+
+def role_status(isvc: InferenceService, role: Role, pods: Sequence[Pod], now: str, behaviour: Behaviour = REFERENCE) -> dict[str, Any]:
+    """Seed 004's ComponentStatus for one role from the pods that exist.
+
+    Phase: Failed if a pod failed; Unknown if Kubernetes cannot say how a pod is (its phase is Unknown); Running when every
+    replica is ready; Deploying once a pod is bound; Pending before.
+    """
     desired, size = replicas(role), node_count(role)
     wanted = {str(r) for r in range(desired)}  # NB: pods of replicas being removed do not count
     mine = [
@@ -336,14 +363,13 @@ def role_status(isvc: InferenceService, role: Role, pods: Sequence[Pod], now: st
     ]
     serving = [p for p in mine if not _terminating(p)]  # NB: a pod being replaced or removed serves no more
     ready_pods = sum(1 for p in serving if pod_ready(p))
-    ready_replicas = 0
-    for replica in range(desired):
-        members = [p for p in serving if p["metadata"]["labels"].get(kn.IS_REPLICA_LABEL) == str(replica)]
-        if len(members) == size and all(pod_ready(p) for p in members):
-            ready_replicas += 1
+    members = {r: [p for p in serving if p["metadata"]["labels"].get(kn.IS_REPLICA_LABEL) == str(r)] for r in range(desired)}
+    ready = ready_replicas(members, size, behaviour.replica_readiness)
     if any(_failed(p) for p in mine):
         phase = "Failed"
-    elif ready_replicas == desired:
+    elif behaviour.report_unknown and any(_unknown(p) for p in serving):
+        phase = "Unknown"
+    elif ready == desired:
         phase = "Running"
     elif any((p.get("spec") or {}).get("nodeName") for p in mine):
         phase = "Deploying"
@@ -351,7 +377,7 @@ def role_status(isvc: InferenceService, role: Role, pods: Sequence[Pod], now: st
         phase = "Pending"
     return {
         "desiredReplicas": desired,
-        "readyReplicas": ready_replicas,
+        "readyReplicas": ready,
         "nodesPerReplica": size,
         "totalPods": desired * size,
         "readyPods": ready_pods,
@@ -360,8 +386,8 @@ def role_status(isvc: InferenceService, role: Role, pods: Sequence[Pod], now: st
     }
 
 
-def status(isvc: InferenceService, pods: Sequence[Pod], now: str) -> dict[str, Any]:
-    comps = {role["name"]: role_status(isvc, role, pods, now) for role in roles(isvc)}
+def status(isvc: InferenceService, pods: Sequence[Pod], now: str, behaviour: Behaviour = REFERENCE) -> dict[str, Any]:
+    comps = {role["name"]: role_status(isvc, role, pods, now, behaviour) for role in roles(isvc)}
     ready = all(c["phase"] == "Running" for c in comps.values())
     condition = {
         "type": "Ready",

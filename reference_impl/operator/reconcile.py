@@ -279,7 +279,7 @@ class Reconciler:
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         if not self.behaviour.status_from_pods:
             existing = [_as_ready(p) for p in existing]
-        self._patch_status(kn.IS_GROUP, kn.IS_VERSION, kn.IS_PLURAL, meta, inference_service.status(isvc, existing, now))
+        self._patch_status(kn.IS_GROUP, kn.IS_VERSION, kn.IS_PLURAL, meta, inference_service.status(isvc, existing, now, self.behaviour))
 
     def _sync_pod_group(self, group: PodGroup) -> None:
         ns, name = group["metadata"]["namespace"], group["metadata"]["name"]

@@ -24,11 +24,18 @@ SHORTER = {
     "tests.nonconforming.operator:WrongTaskKeys": ("--timeout", "operator_reconcile_s=10"),
     # NB: its pods never change, so the case waits the whole bound; the reference replaces story 3's in about 6 s
     "tests.nonconforming.operator:IgnoresUpdates": ("--timeout", "inference_service_update_s=10"),
+    # NB: each waits the whole bound at the step its shortcut gets wrong; the reference follows each step in about a second
+    "tests.nonconforming.operator:ReadyByLeader": ("--timeout", "operator_reconcile_s=10"),
+    "tests.nonconforming.operator:ReadyByPodCount": ("--timeout", "operator_reconcile_s=10"),
+    "tests.nonconforming.operator:NeverUnknown": ("--timeout", "operator_reconcile_s=10"),
 }
 CASE = {
     # NB: story 3's four-pod replicas are where a pod-by-pod update shows (story 2's replicas are one pod each)
     "tests.nonconforming.operator:IgnoresUpdates": "InferenceServiceRollingUpdate[story3]",
     "tests.nonconforming.operator:RollsPodByPod": "InferenceServiceRollingUpdate[story3]",
+    "tests.nonconforming.operator:ReadyByLeader": "InferenceServiceReplicaReadiness[story3]",
+    "tests.nonconforming.operator:ReadyByPodCount": "InferenceServiceReplicaReadiness[story3]",
+    "tests.nonconforming.operator:NeverUnknown": "InferenceServiceReplicaReadiness[story3]",
 }
 
 
@@ -44,7 +51,7 @@ def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, 
         pytest.skip(f"backend {cluster.backend} has no pod runner")
     code, report, output = certify(cluster, "reference", tmp_path, "--workers", "1")
     assert code == 0, output[-3000:]
-    for name, tests in zip(PROFILES, (6, 4), strict=True):
+    for name, tests in zip(PROFILES, (6, 5), strict=True):
         core = profile_of(report, name)["core"]
         assert core["result"] == "success", core
         assert core["statistics"]["passed"] == tests and core["statistics"]["skipped"] == 0, core
@@ -69,6 +76,9 @@ def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, 
         ("tests.nonconforming.operator:OptimisticStatus", "INFERENCESERVICE-API", "InferenceServiceStatus"),
         ("tests.nonconforming.operator:IgnoresUpdates", "INFERENCESERVICE-API", "InferenceServiceRollingUpdate"),
         ("tests.nonconforming.operator:RollsPodByPod", "INFERENCESERVICE-API", "InferenceServiceRollingUpdate"),
+        ("tests.nonconforming.operator:ReadyByLeader", "INFERENCESERVICE-API", "InferenceServiceReplicaReadiness"),
+        ("tests.nonconforming.operator:ReadyByPodCount", "INFERENCESERVICE-API", "InferenceServiceReplicaReadiness"),
+        ("tests.nonconforming.operator:NeverUnknown", "INFERENCESERVICE-API", "InferenceServiceReplicaReadiness"),
     ],
     ids=[
         "wrong-task-keys",
@@ -85,6 +95,9 @@ def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, 
         "optimistic-status",
         "ignores-updates",
         "rolls-pod-by-pod",
+        "ready-by-leader",
+        "ready-by-pod-count",
+        "never-unknown",
     ],
 )
 def test_an_operator_breaking_a_rule_is_failed_by_the_test_for_that_rule(

@@ -41,6 +41,9 @@ DEFAULTS_TO_FALLBACK = Behaviour(default_mismatch_policy="fallback")
 ADMITS_WITHOUT_GROVE = Behaviour(check_crd_installed=False)
 IGNORES_UPDATES = Behaviour(roll_inference_services=False)
 ROLLS_POD_BY_POD = Behaviour(replace_whole_replicas=False)
+READY_BY_LEADER = Behaviour(replica_readiness="leader")
+READY_BY_POD_COUNT = Behaviour(replica_readiness="pod-count")
+NEVER_UNKNOWN = Behaviour(report_unknown=False)
 
 
 def _variant(name: str) -> ReferenceImplementation:
@@ -105,3 +108,18 @@ def IgnoresUpdates() -> ReferenceImplementation:
 def RollsPodByPod() -> ReferenceImplementation:
     """A changed replica's pods are replaced one at a time, so the replica runs two templates at once."""
     return _variant("ROLLS_POD_BY_POD")
+
+
+def ReadyByLeader() -> ReferenceImplementation:
+    """A replica counts as ready when its leader is, whatever its workers say."""
+    return _variant("READY_BY_LEADER")
+
+
+def ReadyByPodCount() -> ReferenceImplementation:
+    """Ready replicas are the ready pods divided by the pods of a replica: right while the unready pods share a replica."""
+    return _variant("READY_BY_POD_COUNT")
+
+
+def NeverUnknown() -> ReferenceImplementation:
+    """A role whose pod's state Kubernetes cannot obtain (phase Unknown) is reported Deploying, never Unknown."""
+    return _variant("NEVER_UNKNOWN")
