@@ -49,6 +49,7 @@ REFERENCE_CODE: dict[str, tuple[str, ...]] = {
     "InferenceServicePodGroup": ("reference_impl/operator/inference_service.py", "reference_impl/operator/reconcile.py"),
     "InferenceServiceStatus": ("reference_impl/operator/inference_service.py",),
     "InferenceServiceReplicaReadiness": ("reference_impl/operator/inference_service.py",),
+    "InferenceServiceLeaderAddress": ("reference_impl/operator/inference_service.py", "reference_impl/operator/reconcile.py"),
     "InferenceServiceRollingUpdate": ("reference_impl/operator/inference_service.py", "reference_impl/operator/reconcile.py"),
     "NetworkTopologyHard": ("fixtures/cluster/volcano.py",),
     "NetworkTopologySoft": ("fixtures/cluster/volcano.py",),

@@ -104,6 +104,16 @@ async def set_pod_state(env: ClusterEnvironment, name: str, phase: str, ready: s
     await asyncio.to_thread(kube.patch_pod_status, env.api, env.namespace, name, {"phase": phase, "conditions": conditions})
 
 
+async def service(env: ClusterEnvironment, name: str) -> dict[str, Any] | None:
+    """The Service in the case's namespace, or None when there is none."""
+    return await asyncio.to_thread(kube.read_service, env.api, env.namespace, name)
+
+
+async def endpoint_slices(env: ClusterEnvironment, service_name: str) -> list[dict[str, Any]]:
+    """The EndpointSlices the controller-manager keeps for the Service (ground truth: not the implementation's objects)."""
+    return await asyncio.to_thread(kube.list_endpoint_slices, env.api, env.namespace, service_name)
+
+
 async def worker_metadata(env: ClusterEnvironment) -> list[kube_objects.WorkerMetadata]:
     """What the engines registered for discovery in the case's namespace (the suite's fakes: ground truth)."""
     return await asyncio.to_thread(kube.list_worker_metadata, env.api, env.namespace)

@@ -57,6 +57,9 @@ class Behaviour:
     replica_readiness: str = "all-pods"
     """Seed 004: a replica counts as ready only when all its pods are (``all-pods``); ``leader`` counts a replica whose
     leader is Ready, ``pod-count`` divides the ready pods by the pods of a replica (broken)."""
+    leader_service: bool = True
+    """A headless Service per multi-node replica, as LWS makes, so ``LWS_LEADER_ADDRESS`` resolves to the leader; False
+    names an address nothing answers for (broken)."""
     report_unknown: bool = True
     """A role with a pod whose phase is Unknown is in phase Unknown; False reports it as any other not-ready role (broken)."""
     pod_group_key: Callable[[str, int], str] | None = None

@@ -1,7 +1,8 @@
 """What an InferenceService becomes (seed 004), as pure functions: pods, one PodGroup, status.
 
-Data flow: ``plan(isvc, behaviour)`` returns the pods and (when gang scheduling applies) the one
-shared Volcano PodGroup. The seed has the controller create one LeaderWorkerSet per replica,
+Data flow: ``plan(isvc, behaviour)`` returns the pods, (when gang scheduling applies) the one
+shared Volcano PodGroup, and per multi-node replica the headless Service LWS would make for its
+group. The seed has the controller create one LeaderWorkerSet per replica,
 named ``{service}-{role}-{replica}``, and LWS create the pods; the reference operator creates the
 pods LWS would create itself — leader ``{lws}-0``, workers ``{lws}-0-{w}`` (w from 1) — with
 the labels and annotations the seed lists, because the LWS controller is not part of the
@@ -62,6 +63,8 @@ TEMPLATE_HASH = "servecert.io/pod-template-hash"
 class Plan:
     pods: dict[str, dict[str, Any]]
     pod_group: PodGroup | None
+    services: dict[str, dict[str, Any]]
+    """Per multi-node replica, the headless Service LWS makes for its group (the leader address resolves through it)."""
 
 
 def roles(isvc: InferenceService) -> list[Role]:
@@ -93,9 +96,13 @@ def plan(obj: Mapping[str, Any], behaviour: Behaviour) -> Plan:
     gang = gang_scheduled(isvc)
     pods: dict[str, dict[str, Any]] = {}
     tasks: dict[str, int] = {}
+    services: dict[str, dict[str, Any]] = {}
     for role in roles(isvc):
         in_gang = gang and role.get("componentType") != ROUTER
         for replica in range(replicas(role)):
+            if node_count(role) >= 2 and behaviour.leader_service:
+                service = leader_service(isvc, lws_name(isvc["metadata"]["name"], role["name"], replica))
+                services[service["metadata"]["name"]] = service
             task = behaviour.task_key(role["name"], replica)
             for pod in replica_pods(isvc, role, replica, task if in_gang else None, behaviour):
                 pod["metadata"]["annotations"][TEMPLATE_HASH] = template_hash(pod)
@@ -103,7 +110,26 @@ def plan(obj: Mapping[str, Any], behaviour: Behaviour) -> Plan:
             if in_gang:
                 tasks[(behaviour.pod_group_key or behaviour.task_key)(role["name"], replica)] = node_count(role)
     group = pod_group(isvc, tasks, behaviour.pod_group_as_seed_example, behaviour.network_topology) if gang else None
-    return Plan(pods, group)
+    return Plan(pods, group, services)
+
+
+def leader_service(isvc: InferenceService, lws: str) -> dict[str, Any]:
+    """The headless Service LWS creates for a group: named after the LWS, selecting its pods, publishing them before they
+    are Ready. With each pod's ``hostname`` and ``subdomain`` (``_pod``) the cluster DNS answers ``{lws}-0.{lws}.{ns}``
+    with the leader's IP: the ``LWS_LEADER_ADDRESS`` the workers join (seed 004: ``ray start --address=$LWS_LEADER_ADDRESS``).
+    """
+    meta = isvc["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": lws,
+            "namespace": meta["namespace"],
+            "labels": {kn.IS_SERVICE_LABEL: meta["name"], LWS_NAME_LABEL: lws},
+            "ownerReferences": [owner_reference(isvc, f"{kn.IS_GROUP}/{kn.IS_VERSION}", kn.IS_KIND)],
+        },
+        "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {LWS_NAME_LABEL: lws}},
+    }
 
 
 def template_hash(pod: Mapping[str, Any]) -> str:

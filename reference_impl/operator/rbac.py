@@ -4,7 +4,8 @@ Reads: its resources (watch), pods (watch, to inject topology and count readines
 the injector's source of truth; list only for the broken before-binding variant), ClusterTopology
 (get), the ClusterTopology CRD (get: "Grove installed?"), namespaces (list/watch; kept for
 kopf's namespace patterns, which the reference no longer uses: it watches cluster-wide and filters
-by namespace itself, see ``handlers``). Writes: pods (create, delete, patch labels), PodGroups, the status
+by namespace itself, see ``handlers``). Writes: pods (create, delete, patch labels), an InferenceService's headless Services (list, create,
+delete), PodGroups, the status
 subresources, Events (create only: one per rollout step). Nothing else: no secrets, no webhook
 configurations (the installer, with admin rights, registers the webhook).
 """
@@ -28,6 +29,7 @@ def cluster_role(name: str) -> dict[str, Any]:
         # NB: get only: with list/watch kopf follows every CRD change and restarts its watches (a ~30 s stall seen in CI).
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": [*WATCH, "create", "delete", "patch"]},
+        {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "create", "delete"]},
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
         {"apiGroups": [kn.PG_GROUP], "resources": [kn.PG_PLURAL], "verbs": ["get", "create", "update"]},

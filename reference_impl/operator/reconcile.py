@@ -123,6 +123,18 @@ class Reconciler:
                 log.info("deleting pod %s/%s: no longer desired", namespace, name)
                 self._ignore(404, self.core.delete_namespaced_pod, name, namespace, grace_period_seconds=5)
 
+    def _sync_services(self, namespace: str, selector: str, owner_uid: str, desired: Mapping[str, dict[str, Any]]) -> None:
+        """Create the desired Services the owner lacks; delete the ones it owns that are no longer desired."""
+        found = self.core.list_namespaced_service(namespace, label_selector=selector, _request_timeout=TIMEOUT_S)
+        owned = {s.metadata.name for s in found.items if any(ref.uid == owner_uid for ref in s.metadata.owner_references or [])}
+        for name, manifest in desired.items():
+            if name not in owned:
+                log.info("creating Service %s/%s", namespace, name)
+                self._ignore(409, self.core.create_namespaced_service, namespace, manifest)
+        for name in owned - set(desired):
+            log.info("deleting Service %s/%s: no longer desired", namespace, name)
+            self._ignore(404, self.core.delete_namespaced_service, name, namespace)
+
     def _create_pod(self, namespace: str, pod: dict[str, Any]) -> None:
         try:
             self.core.create_namespaced_pod(namespace, pod, _request_timeout=TIMEOUT_S)
@@ -265,6 +277,7 @@ class Reconciler:
         plan = inference_service.plan(isvc, self.behaviour)
         if plan.pod_group is not None:
             self._sync_pod_group(plan.pod_group)
+        self._sync_services(meta["namespace"], f"{kn.IS_SERVICE_LABEL}={meta['name']}", meta["uid"], plan.services)
         existing = self._owned_pods(meta["namespace"], f"{kn.IS_SERVICE_LABEL}={meta['name']}", meta["uid"])
         desired = plan.pods
         if self.behaviour.roll_inference_services:

@@ -28,6 +28,7 @@ SHORTER = {
     "tests.nonconforming.operator:ReadyByLeader": ("--timeout", "operator_reconcile_s=10"),
     "tests.nonconforming.operator:ReadyByPodCount": ("--timeout", "operator_reconcile_s=10"),
     "tests.nonconforming.operator:NeverUnknown": ("--timeout", "operator_reconcile_s=10"),
+    "tests.nonconforming.operator:NoLeaderService": ("--timeout", "operator_reconcile_s=10"),
 }
 CASE = {
     # NB: story 3's four-pod replicas are where a pod-by-pod update shows (story 2's replicas are one pod each)
@@ -36,6 +37,7 @@ CASE = {
     "tests.nonconforming.operator:ReadyByLeader": "InferenceServiceReplicaReadiness[story3]",
     "tests.nonconforming.operator:ReadyByPodCount": "InferenceServiceReplicaReadiness[story3]",
     "tests.nonconforming.operator:NeverUnknown": "InferenceServiceReplicaReadiness[story3]",
+    "tests.nonconforming.operator:NoLeaderService": "InferenceServiceLeaderAddress[story3]",
 }
 
 
@@ -51,7 +53,7 @@ def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, 
         pytest.skip(f"backend {cluster.backend} has no pod runner")
     code, report, output = certify(cluster, "reference", tmp_path, "--workers", "1")
     assert code == 0, output[-3000:]
-    for name, tests in zip(PROFILES, (6, 5), strict=True):
+    for name, tests in zip(PROFILES, (6, 6), strict=True):
         core = profile_of(report, name)["core"]
         assert core["result"] == "success", core
         assert core["statistics"]["passed"] == tests and core["statistics"]["skipped"] == 0, core
@@ -79,6 +81,7 @@ def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, 
         ("tests.nonconforming.operator:ReadyByLeader", "INFERENCESERVICE-API", "InferenceServiceReplicaReadiness"),
         ("tests.nonconforming.operator:ReadyByPodCount", "INFERENCESERVICE-API", "InferenceServiceReplicaReadiness"),
         ("tests.nonconforming.operator:NeverUnknown", "INFERENCESERVICE-API", "InferenceServiceReplicaReadiness"),
+        ("tests.nonconforming.operator:NoLeaderService", "INFERENCESERVICE-API", "InferenceServiceLeaderAddress"),
     ],
     ids=[
         "wrong-task-keys",
@@ -98,6 +101,7 @@ def test_the_reference_operator_is_certified_on_both_profiles(cluster: Cluster, 
         "ready-by-leader",
         "ready-by-pod-count",
         "never-unknown",
+        "no-leader-service",
     ],
 )
 def test_an_operator_breaking_a_rule_is_failed_by_the_test_for_that_rule(

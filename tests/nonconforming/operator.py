@@ -44,6 +44,7 @@ ROLLS_POD_BY_POD = Behaviour(replace_whole_replicas=False)
 READY_BY_LEADER = Behaviour(replica_readiness="leader")
 READY_BY_POD_COUNT = Behaviour(replica_readiness="pod-count")
 NEVER_UNKNOWN = Behaviour(report_unknown=False)
+NO_LEADER_SERVICE = Behaviour(leader_service=False)
 
 
 def _variant(name: str) -> ReferenceImplementation:
@@ -123,3 +124,8 @@ def ReadyByPodCount() -> ReferenceImplementation:
 def NeverUnknown() -> ReferenceImplementation:
     """A role whose pod's state Kubernetes cannot obtain (phase Unknown) is reported Deploying, never Unknown."""
     return _variant("NEVER_UNKNOWN")
+
+
+def NoLeaderService() -> ReferenceImplementation:
+    """No headless Service per replica: the workers' ``LWS_LEADER_ADDRESS`` names a leader the cluster DNS cannot find."""
+    return _variant("NO_LEADER_SERVICE")
