@@ -191,12 +191,13 @@ class ClusterTopology(KubeObject, total=False):
 # -- Volcano PodGroup --------------------------------------------------------------------------
 
 
-class SubGroupPolicy(TypedDict):
+class SubGroupPolicy(TypedDict, total=False):
     name: str
     subGroupSize: int
     minSubGroups: int
     labelSelector: dict[str, Any]
     matchLabelKeys: list[str]
+    networkTopology: dict[str, Any]
 
 
 class PodGroupSpec(TypedDict, total=False):
@@ -300,8 +301,15 @@ class DynamoGraphDeployment(KubeObject, total=False):
 # -- InferenceService (seed 004) -------------------------------------------------------------
 
 
+class NetworkTopologySpec(TypedDict, total=False):
+    mode: str
+    highestTierAllowed: int
+
+
 class Multinode(TypedDict, total=False):
     nodeCount: int
+    workerNetworkTopology: NetworkTopologySpec
+    """The suite's extension: seed 002's task-level topology (use case 4), the workers of each replica in one domain."""
 
 
 class TemplatePodSpec(TypedDict, total=False):

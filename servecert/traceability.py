@@ -52,6 +52,7 @@ REFERENCE_CODE: dict[str, tuple[str, ...]] = {
     "InferenceServiceLeaderAddress": ("reference_impl/operator/inference_service.py", "reference_impl/operator/reconcile.py"),
     "InferenceServiceRollingUpdate": ("reference_impl/operator/inference_service.py", "reference_impl/operator/reconcile.py"),
     "NetworkTopologyHard": ("fixtures/cluster/volcano.py",),
+    "NetworkTopologyWorkers": ("reference_impl/operator/inference_service.py", "fixtures/cluster/volcano.py"),
     "NetworkTopologySoft": ("fixtures/cluster/volcano.py",),
     "OperatorTopologyAdmission": ("reference_impl/operator/admission.py", "reference_impl/operator/handlers.py"),
     "OperatorTopologyAdmissionWithoutGrove": ("reference_impl/operator/admission.py", "reference_impl/operator/reconcile.py"),

@@ -49,6 +49,7 @@ GANG_REPLICA_SCALING: Final = "GangReplicaScaling"
 # Extended of GANG-SCHEDULING (seed 002: network-topology-aware placement on HyperNodes)
 NETWORK_TOPOLOGY_HARD: Final = "NetworkTopologyHard"
 NETWORK_TOPOLOGY_SOFT: Final = "NetworkTopologySoft"
+NETWORK_TOPOLOGY_WORKERS: Final = "NetworkTopologyWorkers"
 HYPERNODE_GENERATION: Final = "HyperNodeGeneration"
 # Core of ROLLOUT-ISOLATION (seed 001: rollouts without mixing versions, under streaming load)
 ROLLOUT_MDC_ISOLATION: Final = "RolloutMdcIsolation"
@@ -182,6 +183,10 @@ for _feature in (
         "A gang with networkTopology hard/highestTierAllowed N lands inside one HyperNode of tier <= N, or stays wholly Pending.",
     ),
     Feature(NETWORK_TOPOLOGY_SOFT, "A soft networkTopology gang lands in the tightest HyperNode it fits, and spreads rather than wait."),
+    Feature(
+        NETWORK_TOPOLOGY_WORKERS,
+        "A role's workerNetworkTopology keeps each replica's workers inside one HyperNode of the tier; its leader goes anywhere.",
+    ),
     Feature(
         HYPERNODE_GENERATION,
         "HyperNodes generated from zone/rack/host node labels are accepted and honoured; malformed member selectors are refused.",

@@ -131,6 +131,9 @@ GANG_SCHEDULING = Profile(
             # on its PodGroup) and the tests judge where its pods land.
             features.NETWORK_TOPOLOGY_HARD,
             features.NETWORK_TOPOLOGY_SOFT,
+            # NB: core too: task-level topology is seed 002's API (podsNetworkTopology) and its fourth use case the
+            # inference service this suite is about (leader free, workers together).
+            features.NETWORK_TOPOLOGY_WORKERS,
         }
     ),
     extended=frozenset({features.HYPERNODE_GENERATION}),

@@ -29,6 +29,7 @@ def bound_node(bound: str, nodes: Sequence[str]) -> str:
 
 SPLITS = ("ready", "even", "switch")
 REPLICA_READINESS = ("all-pods", "leader", "pod-count")
+WORKER_TOPOLOGY = ("workers", "replica", "drop")
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ class Behaviour:
     of every gang role with a subGroupPolicy per role: on Volcano 1.15 that forbids the seed's own scheduling table (broken)."""
     network_topology: bool = True
     """Put ``schedulingStrategy.networkTopology`` on the service's PodGroup; False drops it (broken: the gang lands anywhere)."""
+    worker_topology: str = "workers"
+    """A role's ``multinode.workerNetworkTopology`` (seed 002, use case 4) on a sub-group of each replica's workers, the
+    leader free (``workers``); ``replica`` constrains the leader too, ``drop`` ignores it (broken)."""
     roll_inference_services: bool = True
     """Replace an InferenceService's pods when its spec changes them (``inference_service.replace``); False keeps the pods of
     the generation that created them (broken)."""
@@ -112,6 +116,8 @@ class Behaviour:
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
             raise ValueError(f"Behaviour.split {self.split!r} must be one of {SPLITS}")
+        if self.worker_topology not in WORKER_TOPOLOGY:
+            raise ValueError(f"Behaviour.worker_topology {self.worker_topology!r} must be one of {WORKER_TOPOLOGY}")
         if self.replica_readiness not in REPLICA_READINESS:
             raise ValueError(f"Behaviour.replica_readiness {self.replica_readiness!r} must be one of {REPLICA_READINESS}")
 

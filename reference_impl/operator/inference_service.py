@@ -109,7 +109,11 @@ def plan(obj: Mapping[str, Any], behaviour: Behaviour) -> Plan:
                 pods[pod["metadata"]["name"]] = pod
             if in_gang:
                 tasks[(behaviour.pod_group_key or behaviour.task_key)(role["name"], replica)] = node_count(role)
-    group = pod_group(isvc, tasks, behaviour.pod_group_as_seed_example, behaviour.network_topology) if gang else None
+    group = (
+        pod_group(isvc, tasks, behaviour.pod_group_as_seed_example, behaviour.network_topology, behaviour.worker_topology)
+        if gang
+        else None
+    )
     return Plan(pods, group, services)
 
 
@@ -209,29 +213,70 @@ def min_member(isvc: InferenceService) -> int:
     return sum(node_count(r) for r in gang_roles(isvc))
 
 
-def sub_group_policy(isvc: InferenceService) -> list[SubGroupPolicy]:
-    """Per gang role: each replica's pods all-or-nothing, at least one replica of the role."""
+def sub_group_policy(isvc: InferenceService, worker_topology: str = "workers") -> list[SubGroupPolicy]:
+    """Per gang role: each replica's pods all-or-nothing, at least one replica of the role.
+
+    A role whose ``multinode.workerNetworkTopology`` is set (seed 002's use case 4) gets two sub-groups per replica
+    instead: its workers (every pod but the leader) under that network topology, first, as Volcano gives a pod to the
+    first policy whose selector matches it; then its leader alone, unconstrained. ``worker_topology``: ``workers`` (the
+    reference), ``replica`` puts the topology on the whole replica, leader included, ``drop`` ignores it (both broken).
+    """
     service = isvc["metadata"]["name"]
-    return [
-        {
-            "name": str(role["name"]),
-            "subGroupSize": node_count(role),
+    out: list[SubGroupPolicy] = []
+    for role in gang_roles(isvc):
+        name, size = str(role["name"]), node_count(role)
+        labels = {kn.IS_SERVICE_LABEL: service, kn.IS_ROLE_LABEL: name}
+        topology = dict((role.get("multinode") or {}).get("workerNetworkTopology") or {})
+        whole: SubGroupPolicy = {
+            "name": name,
+            "subGroupSize": size,
             "minSubGroups": 1,
-            "labelSelector": {"matchLabels": {kn.IS_SERVICE_LABEL: service, kn.IS_ROLE_LABEL: str(role["name"])}},
+            "labelSelector": {"matchLabels": labels},
             "matchLabelKeys": [kn.IS_REPLICA_LABEL],
         }
-        for role in gang_roles(isvc)
-    ]
+        if not topology or worker_topology == "drop" or size < 2:
+            out.append(whole)
+        elif worker_topology == "replica":
+            out.append({**whole, "networkTopology": topology})
+        else:
+            workers: SubGroupPolicy = {
+                **whole,
+                "name": f"{name}-workers",
+                "subGroupSize": size - 1,
+                "labelSelector": {
+                    "matchLabels": labels,
+                    "matchExpressions": [{"key": LWS_WORKER_INDEX_LABEL, "operator": "NotIn", "values": ["0"]}],
+                },
+                "networkTopology": topology,
+            }
+            leader: SubGroupPolicy = {
+                **whole,
+                "name": f"{name}-leader",
+                "subGroupSize": 1,
+                "labelSelector": {"matchLabels": {**labels, LWS_WORKER_INDEX_LABEL: "0"}},
+            }
+            out.extend((workers, leader))
+    return out
 
 
-def pod_group(isvc: InferenceService, tasks: Mapping[str, int], as_seed_example: bool = False, network_topology: bool = True) -> PodGroup:
+def pod_group(
+    isvc: InferenceService,
+    tasks: Mapping[str, int],
+    as_seed_example: bool = False,
+    network_topology: bool = True,
+    worker_topology: str = "workers",
+) -> PodGroup:
     """The service's PodGroup; ``as_seed_example``: seed 004's example fields instead (every pod, no subGroupPolicy; broken).
 
     ``schedulingStrategy.networkTopology`` (seed 002's job-level topology) becomes the PodGroup's ``networkTopology``;
     ``network_topology`` False drops it (broken).
     """
     meta = isvc["metadata"]
-    spec: PodGroupSpec = {"minMember": min_member(isvc), "minTaskMember": dict(tasks), "subGroupPolicy": sub_group_policy(isvc)}
+    spec: PodGroupSpec = {
+        "minMember": min_member(isvc),
+        "minTaskMember": dict(tasks),
+        "subGroupPolicy": sub_group_policy(isvc, worker_topology),
+    }
     if as_seed_example:
         spec = {"minMember": sum(tasks.values()), "minTaskMember": dict(tasks)}
     topology = ((isvc.get("spec") or {}).get("schedulingStrategy") or {}).get("networkTopology")

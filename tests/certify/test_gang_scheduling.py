@@ -39,7 +39,7 @@ def test_the_reference_is_certified_on_gang_scheduling(cluster: Cluster, tmp_pat
     code, report, output = certify(cluster, "reference", tmp_path, "--workers", "1")
     assert code == 0, output[-3000:]
     profile = profile_of(report)
-    for section, tests in (("core", 6), ("extended", 1)):
+    for section, tests in (("core", 7), ("extended", 1)):
         result = profile[section]
         assert result["result"] == "success", result
         assert result["statistics"]["passed"] == tests and result["statistics"]["skipped"] == 0, result
@@ -85,8 +85,27 @@ def test_the_reference_is_certified_on_gang_scheduling(cluster: Cluster, tmp_pat
             {"core": {"GangSchedulingTable"}},
             ("the replicas that fit were not placed",),
         ),
+        (
+            "tests.nonconforming.gang:DropsWorkerTopology",
+            "NetworkTopologyWorkers",
+            {"core": {"NetworkTopologyWorkers"}},
+            ("they must share one HyperNode of tier <= 1",),
+        ),
+        (
+            "tests.nonconforming.gang:WorkerTopologyOnReplica",
+            "NetworkTopologyWorkers",
+            {"core": {"NetworkTopologyWorkers"}},
+            ("the gang fits and must be placed",),
+        ),
     ],
-    ids=["default-scheduler", "role-task-keys", "drops-network-topology", "seed-example-pod-group"],
+    ids=[
+        "default-scheduler",
+        "role-task-keys",
+        "drops-network-topology",
+        "seed-example-pod-group",
+        "drops-worker-topology",
+        "worker-topology-on-replica",
+    ],
 )
 def test_a_broken_gang_setup_is_failed_naming_the_property(
     cluster: Cluster, tmp_path: Path, adapter: str, focus: str, caught: dict[str, set[str]], property_named: tuple[str, ...]

@@ -16,6 +16,11 @@
   ``schedulingStrategy.networkTopology`` never reaches its PodGroup: Volcano places the gang
   anywhere, so a hard gang that no allowed domain holds is bound across the tree, and one that fits
   a domain lands outside it.
+* ``DropsWorkerTopology``: the reference operator, but a role's ``multinode.workerNetworkTopology``
+  never reaches its PodGroup: each replica's workers land wherever Volcano spreads them.
+* ``WorkerTopologyOnReplica``: the reference operator, but the workers' network topology is put on
+  the whole replica, leader included (seed 002's use case 4 leaves the leader free): on racks with
+  room for the workers but not the leader too, nothing binds.
 
 ``tests/certify/test_gang_scheduling.py`` checks the suite fails each.
 """
@@ -36,6 +41,8 @@ DEFAULT_SCHEDULER_BEHAVIOUR = Behaviour(scheduler_name=DEFAULT_SCHEDULER)
 ROLE_TASK_KEYS = Behaviour(pod_group_key=_role_only)
 SEED_EXAMPLE_POD_GROUP = Behaviour(pod_group_as_seed_example=True)
 DROPS_NETWORK_TOPOLOGY = Behaviour(network_topology=False)
+DROPS_WORKER_TOPOLOGY = Behaviour(worker_topology="drop")
+WORKER_TOPOLOGY_ON_REPLICA = Behaviour(worker_topology="replica")
 
 
 def DefaultScheduler() -> ReferenceImplementation:
@@ -52,3 +59,11 @@ def SeedExamplePodGroup() -> ReferenceImplementation:
 
 def DropsNetworkTopology() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:DROPS_NETWORK_TOPOLOGY")
+
+
+def DropsWorkerTopology() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:DROPS_WORKER_TOPOLOGY")
+
+
+def WorkerTopologyOnReplica() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:WORKER_TOPOLOGY_ON_REPLICA")
