@@ -13,6 +13,14 @@ Figures (times, never pass/fail), each the median of ``--repeat`` runs on one cl
    per row, the time from creating the objects to the row's outcome: the expected replicas all
    bound, or (blocked rows) Volcano marking the PodGroup unschedulable.
 
+3. Topology-aware gangs (seed 002 on seed 004): ``--topology-gangs`` gangs at once, each one
+   replica of ``--topology-pods`` pods of 4 GPUs (half a tier-1 HyperNode: 8 nodes x 8 GPUs per
+   rack), planned by the reference operator from an InferenceService whose
+   ``schedulingStrategy.networkTopology`` is hard or soft at tier 1, or absent (the baseline, the
+   same gangs in the same run). Per mode: ``topology_<mode>_bound_s``, from the first create to
+   every pod bound, and ``topology_<mode>_within_tier1``, how many gangs landed wholly inside one
+   tier-1 HyperNode (a rack; read from the pods' nodes and the nodes' labels, not Volcano's claims).
+
 Everything runs against a cluster this command starts and takes down by pid. Waits are bounded
 (``--timeout``).
 """
@@ -35,6 +43,8 @@ from fixtures.cluster import topology
 from protocol import waiting
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+TOPOLOGY_MODES = ("none", "soft", "hard")
+TOPOLOGY_POD_GPUS = 4
 TABLE = {80: 3, 64: 2, 48: 2, 32: 0, 16: 0}
 """GPUs -> replicas of story 4 seed 004 says are bound (prefill-0 + one or two decode replicas, or none)."""
 
@@ -44,6 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", type=int, default=8, help="nvidia.com/gpu per node")
     p.add_argument("--gang-pods", type=int, default=64)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--topology-gangs", type=int, default=100, help="gangs placed at once per network-topology mode (0: skip)")
+    p.add_argument("--topology-pods", type=int, default=8, help="pods of 4 GPUs per topology-aware gang")
     p.add_argument("--timeout", type=float, default=300.0, help="bound for each wait, seconds")
     p.add_argument("--json", type=Path, help="also write the figures here")
 
@@ -156,10 +168,63 @@ class Bench:
             self.core.delete_node(name)
         return took
 
+    def topology_round(self, mode: str, gangs: int, pods: int, tag: str) -> tuple[float, int]:
+        """``gangs`` one-replica services of ``pods`` pods at once, networkTopology ``mode`` at tier 1: (seconds to every pod
+        bound, gangs wholly inside one rack)."""
+        from fixtures.cluster import kube
+        from reference_impl.operator import inference_service
+        from reference_impl.operator.behaviour import REFERENCE
+
+        ns = self.namespace(f"topology-{mode}-{tag}")
+        started = time.monotonic()
+        for g in range(gangs):
+            plan = inference_service.plan(_gang_service(ns, f"g{g}", pods, mode), REFERENCE)
+            assert plan.pod_group is not None
+            plan.pod_group["metadata"].pop("ownerReferences", None)
+            self.custom.create_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", ns, "podgroups", plan.pod_group)
+            kube.bulk(lambda m: self.core.create_namespaced_pod(ns, m), [_runnable(p) for p in plan.pods.values()])
+        self._until(lambda: len(self.bound(ns)) == gangs * pods, f"{gangs * pods} pods of {gangs} gangs bound ({mode})")
+        took = time.monotonic() - started
+        racks = {n["metadata"]["name"]: n["metadata"]["labels"].get(topology.RACK_LABEL) for n in kube.list_nodes(self.api)}
+        placed: dict[str, set[str | None]] = {}
+        for pod in kube.list_pods(self.api, ns):
+            group = pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+            placed.setdefault(group, set()).add(racks.get(pod["spec"]["nodeName"]))
+        self.clear(ns)
+        return took, sum(1 for found in placed.values() if len(found) == 1 and None not in found)
+
     def _unschedulable(self, ns: str) -> bool:
         groups = self.custom.list_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", ns, "podgroups")["items"]
         conditions = [c for g in groups for c in (g.get("status") or {}).get("conditions") or []]
         return any(c.get("type") == "Unschedulable" and c.get("status") == "True" for c in conditions)
+
+
+def _gang_service(ns: str, name: str, pods: int, mode: str) -> dict[str, Any]:
+    """One replica of ``pods`` pods (4 GPUs each), asking for tier 1 in ``mode`` (``none``: no networkTopology)."""
+    limits = {topology.GPU_RESOURCE: str(TOPOLOGY_POD_GPUS)}
+    container = {"name": "engine", "image": PAUSE_IMAGE, "args": ["serve"], "resources": {"limits": limits, "requests": limits}}
+    role = {"name": "inference", "componentType": "worker", "replicas": 1, "multinode": {"nodeCount": pods}}
+    role["template"] = {"spec": {"containers": [container]}}
+    strategy: dict[str, Any] = {"schedulerName": "volcano"}
+    if mode != "none":
+        strategy["networkTopology"] = {"mode": mode, "highestTierAllowed": 1}
+    meta = {"name": name, "namespace": ns, "uid": f"bench-{ns}-{name}", "generation": 1}
+    return {
+        "apiVersion": "fusioninfer.io/v1alpha1",
+        "kind": "InferenceService",
+        "metadata": meta,
+        "spec": {"roles": [role], "schedulingStrategy": strategy},
+    }
+
+
+def _runnable(pod: dict[str, Any]) -> dict[str, Any]:
+    """A planned pod kwok can play: no owner (no operator here), the pause image, no grace period."""
+    pod = copy.deepcopy(pod)
+    pod["metadata"].pop("ownerReferences", None)
+    pod["spec"]["terminationGracePeriodSeconds"] = 0
+    for container in pod["spec"]["containers"]:
+        container["image"] = PAUSE_IMAGE
+    return pod
 
 
 def _placed(pod: dict[str, Any], ns: str) -> dict[str, Any]:
@@ -186,6 +251,7 @@ def run(args: argparse.Namespace) -> int:
             gang: list[float] = []
             independent: list[float] = []
             table: list[float] = []
+            placement: dict[str, list[tuple[float, int]]] = {mode: [] for mode in TOPOLOGY_MODES}
             for i in range(args.repeat):
                 for with_group, into in ((True, gang), (False, independent)):
                     ns = bench.namespace(f"{'gang' if with_group else 'independent'}-{i}")
@@ -196,6 +262,13 @@ def run(args: argparse.Namespace) -> int:
                 rows = {gpus: bench.table_row(gpus, str(i)) for gpus in TABLE}
                 table.append(sum(rows.values()))
                 _say(f"run {i + 1}/{args.repeat}: seed 004 table " + ", ".join(f"{g} GPUs {s:.2f}s" for g, s in rows.items()))
+                for mode in TOPOLOGY_MODES if args.topology_gangs else ():
+                    took, within = bench.topology_round(mode, args.topology_gangs, args.topology_pods, str(i))
+                    placement[mode].append((took, within))
+                    _say(
+                        f"run {i + 1}/{args.repeat}: {args.topology_gangs} gangs, networkTopology {mode}: bound in {took:.2f}s, "
+                        f"{within} within one tier-1 HyperNode"
+                    )
         finally:
             api.close()
     finally:
@@ -206,5 +279,12 @@ def run(args: argparse.Namespace) -> int:
     figures["gang_over_independent"] = round(statistics.median(gang) / statistics.median(independent), 3)
     figures["table_s"] = round(statistics.median(table), 3)
     runs = {"gang_s": gang, "independent_s": independent, "table_s": table}
+    if args.topology_gangs:
+        figures |= {"topology_gangs": args.topology_gangs, "topology_pods": args.topology_pods, "topology_pod_gpus": TOPOLOGY_POD_GPUS}
+        for mode, rounds in placement.items():
+            figures[f"topology_{mode}_bound_s"] = round(statistics.median(t for t, _ in rounds), 3)
+            figures[f"topology_{mode}_within_tier1"] = int(statistics.median(w for _, w in rounds))
+            runs[f"topology_{mode}_s"] = [t for t, _ in rounds]
+        figures["topology_hard_over_none"] = round(figures["topology_hard_bound_s"] / figures["topology_none_bound_s"], 3)
     figures["runs"] = {key: [round(x, 3) for x in values] for key, values in runs.items()}
     return figures_mod.emit(figures, args.json)

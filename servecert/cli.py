@@ -201,7 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cluster = bench.add_parser("cluster", help="embedded cluster: warm up time, 1,000 GPU nodes Ready, 1,000 pods via Volcano")
     cluster_bench.add_arguments(bench_cluster)
     bench_cluster.set_defaults(run=_bench_cluster)
-    bench_gang = bench.add_parser("gang", help="Volcano on 256 nodes / 2,048 GPUs: a 64-pod gang bound, seed 004's table scenario")
+    bench_gang = bench.add_parser(
+        "gang",
+        help="Volcano on 256 nodes / 2,048 GPUs (--nodes): a 64-pod gang, seed 004's table, topology-aware gangs",
+    )
     gang_bench.add_arguments(bench_gang)
     bench_gang.set_defaults(run=_bench_gang)
     bench_rollout = bench.add_parser(
