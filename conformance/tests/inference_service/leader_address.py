@@ -24,6 +24,7 @@ from typing import Any
 
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from conformance.tests.inference_service import _own_node as own_node
 from conformance.utils import kube as kc
 from conformance.utils import manifests
 from fixtures.cluster_env import ClusterEnvironment
@@ -114,21 +115,9 @@ async def unresolved(env: ClusterEnvironment, expected: list[Worker]) -> list[st
 
 async def check(ctx: TestContext) -> None:
     env, t = kc.env_of(ctx), ctx.timeouts
-    body = manifests.story(ctx.case.id)
-    resource = kc.hold_resource(env)
-    for role in manifests.roles(body):
-        for container in role["template"]["spec"]["containers"]:
-            container.setdefault("resources", {}).setdefault("limits", {})[resource] = "1"
-    await kc.add_node(env, kc.fake_node(f"{env.namespace}-node", resource))
-    await kc.create(env, kc.ISVC, body)
+    body = await own_node.deploy(env, ctx.case.id)
     expected = workers(body)
-    total = sum(int(r.get("replicas", 1)) * manifests.node_count(r) for r in manifests.roles(body))
-
-    async def ready() -> bool:
-        pods = [p for p in await kc.pods(env) if not p["metadata"].get("deletionTimestamp")]
-        return len(pods) == total and all(kc.pod_ready(p) for p in pods)
-
-    await kc.wait_for(ready, t.pods_ready_s, f"{ctx.case.id}: every pod Ready")
+    await kc.wait_for(lambda: own_node.every_pod_ready(env, body), t.pods_ready_s, f"{ctx.case.id}: every pod Ready")
     last: list[str] = []
 
     async def resolved() -> bool:

@@ -30,9 +30,9 @@ from typing import Any
 
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from conformance.tests.inference_service import _own_node as own_node
 from conformance.utils import kube as kc
 from conformance.utils import manifests
-from fixtures.cluster_env import ClusterEnvironment
 
 UNREADY = ((0, 1), (1, 3))
 """(replica, worker) made unready in step 1: a worker in each of two replicas, never a leader (worker 0)."""
@@ -106,19 +106,13 @@ async def components_must_reach(ctx: TestContext, service: str, expected: Mappin
 
 async def check(ctx: TestContext) -> None:
     env, t = kc.env_of(ctx), ctx.timeouts
-    body = manifests.story(ctx.case.id)
+    body = await own_node.deploy(env, ctx.case.id)
     service = body["metadata"]["name"]
-    resource = kc.hold_resource(env)
-    for role in manifests.roles(body):
-        for container in role["template"]["spec"]["containers"]:
-            container.setdefault("resources", {}).setdefault("limits", {})[resource] = "1"
-    await kc.add_node(env, kc.fake_node(f"{env.namespace}-node", resource))
-    await kc.create(env, kc.ISVC, body)
     role = degraded_role(body)
     name, replicas, size = role["name"], int(role.get("replicas", 1)), manifests.node_count(role)
     others = {r["name"]: full(r) for r in manifests.roles(body) if r["name"] != name}
     every = {name: full(role), **others}
-    await kc.wait_for(lambda: _all_ready(env, body), t.pods_ready_s, f"{ctx.case.id}: every pod of {service} Ready")
+    await kc.wait_for(lambda: own_node.every_pod_ready(env, body), t.pods_ready_s, f"{ctx.case.id}: every pod of {service} Ready")
     await components_must_reach(ctx, service, every, "every pod Ready", READY_RULE)
 
     unready = [pod_name(service, name, r, w) for r, w in UNREADY]
@@ -137,12 +131,6 @@ async def check(ctx: TestContext) -> None:
 
     await kc.set_pod_state(env, unknown, "Running", "True")
     await components_must_reach(ctx, service, every, f"after {unknown} Running and Ready again", READY_RULE)
-
-
-async def _all_ready(env: ClusterEnvironment, body: dict[str, Any]) -> bool:
-    total = sum(int(r.get("replicas", 1)) * manifests.node_count(r) for r in manifests.roles(body))
-    pods = [p for p in await kc.pods(env) if not p["metadata"].get("deletionTimestamp")]
-    return len(pods) == total and all(kc.pod_ready(p) for p in pods)
 
 
 TEST = ConformanceTest(

@@ -22,6 +22,7 @@ from typing import Any
 
 from conformance.suite import features
 from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from conformance.tests.inference_service import _own_node as own_node
 from conformance.utils import kube as kc
 from conformance.utils import manifests
 from protocol import kube_names as kn
@@ -35,10 +36,6 @@ NEW = "2"
 def template_of(pod: kube_objects.Pod) -> str:
     """The value of ``MARK`` in the pod's first container ("" before the change)."""
     return kc.env_value(pod, MARK) or ""
-
-
-def total_pods(body: dict[str, Any]) -> int:
-    return sum(int(r.get("replicas", 1)) * manifests.node_count(r) for r in manifests.roles(body))
 
 
 def changed_roles(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -77,14 +74,8 @@ def replicas_must_never_mix_templates(events: Sequence[tuple[float, str, kube_ob
 
 async def check(ctx: TestContext) -> None:
     env, t = kc.env_of(ctx), ctx.timeouts
-    body = manifests.story(ctx.case.id)
-    service, total = body["metadata"]["name"], total_pods(body)
-    resource = kc.hold_resource(env)
-    for role in manifests.roles(body):
-        for container in role["template"]["spec"]["containers"]:
-            container.setdefault("resources", {}).setdefault("limits", {})[resource] = "1"
-    await kc.add_node(env, kc.fake_node(f"{env.namespace}-node", resource))
-    await kc.create(env, kc.ISVC, body)
+    body = await own_node.deploy(env, ctx.case.id)
+    service, total = body["metadata"]["name"], own_node.total_pods(body)
     selector = f"{kn.IS_SERVICE_LABEL}={service}"
 
     async def serving(template: str, generation: int | None) -> list[kube_objects.Pod] | None:
