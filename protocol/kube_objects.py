@@ -32,6 +32,15 @@ class OwnerReference(TypedDict, total=False):
     controller: bool
 
 
+class ManagedFieldsEntry(TypedDict, total=False):
+    """Who last wrote which fields, and when (the API server's clock, whole seconds)."""
+
+    manager: str
+    operation: str
+    subresource: str
+    time: str
+
+
 class ObjectMeta(TypedDict, total=False):
     name: Required[str]
     namespace: str
@@ -40,9 +49,11 @@ class ObjectMeta(TypedDict, total=False):
     resourceVersion: str
     creationTimestamp: str
     deletionTimestamp: str | None
+    deletionGracePeriodSeconds: int | None
     labels: dict[str, str]
     annotations: dict[str, str]
     ownerReferences: list[OwnerReference]
+    managedFields: list[ManagedFieldsEntry]
 
 
 class TemplateMeta(TypedDict, total=False):

@@ -29,6 +29,7 @@ Pure functions of the evidence, so each rule is shown to fail on evidence that b
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -49,23 +50,40 @@ _DEFAULTS = Timeouts()
 
 @dataclass
 class Timeline:
-    """Pod states over wall-clock time, from the suite's own watch."""
+    """Pod states over wall-clock time, from the suite's own watch, timed as the API server wrote them.
+
+    The watch receives a change some time after the API server wrote it, and on a busy machine
+    that is seconds: the suite's own thread waits for a core. Judged at receipt, a worker would
+    look Ready seconds after the implementation saw it Ready, and the traffic it rightly got in
+    between would look like traffic ahead of the ready ratio. So each moment is timed by the
+    earliest upper bound of its write the suite has: its receipt; the write's own second in
+    ``managedFields`` (the API server's clock, whole seconds: the write was before that second's
+    end) when the write changed a managed field; and any later moment's bound (the watch delivers
+    writes in the order they were made). The API server stamps a write before it commits it, so a
+    bound can precede the commit by the server's own handling of that write: a fraction of a second
+    on this cluster, against the seconds of a busy watch it removes.
+    """
 
     moments: list[tuple[float, dict[str, kube_objects.Pod]]]
+    lag_s: float = 0.0
+    """The longest the watch received a write after that write's bound from the API server's clock."""
 
     @classmethod
     def of(cls, events: Sequence[tuple[float, str, kube_objects.Pod]], wall_offset: float) -> Timeline:
         """From a pod watch's (monotonic time, event type, pod) events; ``wall_offset`` turns times into wall clock."""
         state: dict[str, kube_objects.Pod] = {}
-        moments: list[tuple[float, dict[str, kube_objects.Pod]]] = []
-        for t, kind, pod in events:
+        states: list[dict[str, kube_objects.Pod]] = []
+        received = [t + wall_offset for t, _, _ in events]
+        bounds = _write_bounds(events, received)
+        for _, kind, pod in events:
             name = pod["metadata"]["name"]
             if kind == "DELETED":
                 state.pop(name, None)
             else:
                 state[name] = pod
-            moments.append((t + wall_offset, dict(state)))
-        return cls(moments)
+            states.append(dict(state))
+        lag = max((r - b for r, b in zip(received, bounds, strict=True)), default=0.0)
+        return cls(list(zip(bounds, states, strict=True)), lag_s=lag)
 
     def at(self, wall: float) -> dict[str, kube_objects.Pod]:
         found: dict[str, kube_objects.Pod] = {}
@@ -81,6 +99,46 @@ class Timeline:
         for _, state in self.moments:
             out.update(state)
         return out
+
+
+def _write_bounds(events: Sequence[tuple[float, str, kube_objects.Pod]], received: Sequence[float]) -> list[float]:
+    """Per event, the earliest upper bound of its write's time: receipt, the write's own second + 1, later bounds.
+
+    The write's second: a new managedFields time (a write that changed a managed field stamps its
+    manager's entry), or for the deletion request, which stamps none, ``deletionTimestamp`` less
+    ``deletionGracePeriodSeconds`` (the server sets the one to its clock plus the other).
+    """
+    own: list[float] = []
+    last: dict[str, kube_objects.Pod] = {}
+    for (_, kind, pod), at in zip(events, received, strict=True):
+        name = pod["metadata"]["name"]
+        second = _write_second(kind, last.get(name), pod)
+        own.append(at if second is None else min(at, second + 1.0))
+        last[name] = pod
+    bounds = list(own)
+    for i in range(len(bounds) - 2, -1, -1):
+        bounds[i] = min(bounds[i], bounds[i + 1])
+    return bounds
+
+
+def _write_second(kind: str, before: kube_objects.Pod | None, pod: kube_objects.Pod) -> float | None:
+    """The second (API server's clock) of the write that made ``pod`` from ``before``, when the pod says it; else None."""
+    if kind == "ADDED":
+        return last_written(pod)
+    if kind != "MODIFIED" or before is None:
+        return None
+    deletion, grace = pod["metadata"].get("deletionTimestamp"), pod["metadata"].get("deletionGracePeriodSeconds")
+    if deletion and not before["metadata"].get("deletionTimestamp") and grace is not None:
+        return datetime.datetime.fromisoformat(str(deletion)).timestamp() - float(grace)
+    written, earlier = last_written(pod), last_written(before)
+    return written if written is not None and (earlier is None or written > earlier) else None
+
+
+def last_written(pod: kube_objects.Pod) -> float | None:
+    """The latest ``managedFields`` time of a pod (the API server's clock, whole seconds), as wall-clock seconds."""
+    fields = pod["metadata"].get("managedFields") or []
+    times = [datetime.datetime.fromisoformat(str(f["time"])).timestamp() for f in fields if f.get("time")]
+    return max(times) if times else None
 
 
 def serving(pod: kube_objects.Pod) -> bool:
@@ -408,7 +466,10 @@ def _share(ev: Evidence) -> list[str]:
         f"requests where the ready ratio called for {p.lo:.2f}..{p.hi:.2f} (allowance {p.allowance(ev.share_tolerance):.2f})"
         for p in strayed[:3]
     )
-    head = f"traffic split off the ready ratio in {len(strayed)} of {len(judged)} phases (weights may follow {ev.follow_s:g}s late)"
+    head = (
+        f"traffic split off the ready ratio in {len(strayed)} of {len(judged)} phases (weights may follow {ev.follow_s:g}s late; "
+        f"pod changes timed by the API server's writes, received up to {ev.timeline.lag_s:.1f}s later)"
+    )
     return [f"{head}: {detail}"]
 
 
@@ -594,7 +655,8 @@ def summary(ev: Evidence) -> str:
     failed = sum(1 for s in ev.sent if not s.ok)
     head = (
         f"{len(ev.sent)} requests sent, {failed} failed, rollout {ev.finished_at - ev.changed_at:.1f}s, "
-        f"{len(ev.records)} ground-truth records from {len({p for p, _ in ev.records})} engine pods"
+        f"{len(ev.records)} ground-truth records from {len({p for p, _ in ev.records})} engine pods, "
+        f"pod changes received up to {ev.timeline.lag_s:.1f}s after the API server wrote them"
     )
     return "\n".join([head, f"observed share of the new version by second: {observed_shares(ev)}", *(text for _, text in ev.steps)])
 
