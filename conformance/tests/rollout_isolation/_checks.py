@@ -200,7 +200,7 @@ async def _rollout_events(env: ClusterEnvironment, name: str) -> list[tuple[floa
 def _event_time(event: kube_objects.Event) -> datetime.datetime:
     """The Event's own microsecond time when it has one, else its creation (whole seconds; resourceVersion orders ties).
 
-    NB: the facade's dicts carry times as the client's ``isoformat()``, which ``fromisoformat`` reads back exactly.
+    NB: the facade's dicts carry times as the API server wrote them (RFC 3339, ``Z``), which ``fromisoformat`` reads exactly.
     """
     return datetime.datetime.fromisoformat(event.get("eventTime") or event["metadata"]["creationTimestamp"])
 
