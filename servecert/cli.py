@@ -139,26 +139,33 @@ def _certify(args: argparse.Namespace) -> int:
     return certify.run(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from benchmarks import (
-        clients_bench,
-        cluster_bench,
-        engine_bench,
-        flakes_bench,
-        gang_bench,
-        pd_routers_bench,
-        rollout_bench,
-        router_bench,
-    )
-    from conformance import certify
-    from fakes import serve
-    from reference_impl.frontend import serve as frontend_serve
+POD_PROGRAMS = frozenset({("engine", "serve"), ("frontend", "serve"), ("proxy", "serve")})
+"""The commands the pods run: ``main`` builds only their parser for them (``pod_program_parser``)."""
 
+
+def _root_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction[argparse.ArgumentParser]]:
     parser = argparse.ArgumentParser(
         prog="servecert",
         description="Conformance suite and test harness for Kubernetes LLM-serving control planes.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    return parser, parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+
+def pod_program_parser() -> argparse.ArgumentParser:
+    """The parser of the pods' programs alone (the fake engine, the reference frontend, the proxy).
+
+    Why apart: the whole parser imports every subcommand's module (kopf, the suite, the
+    benchmarks) for its options: 0.24 s of CPU in each of the hundreds of pods make test starts.
+    """
+    parser, commands = _root_parser()
+    _add_pod_programs(commands)
+    return parser
+
+
+def _add_pod_programs(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from fakes import serve
+    from reference_impl.frontend import serve as frontend_serve
+    from reference_impl.traffic_split import haproxy
 
     engine = commands.add_parser("engine", help="fake GPU engines").add_subparsers(dest="action", required=True)
     serve_p = engine.add_parser("serve", help="start fake engines in the foreground and print their addresses")
@@ -178,10 +185,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     proxy = commands.add_parser("proxy", help="the DGD's weighted traffic proxy (HAProxy)").add_subparsers(dest="action", required=True)
     proxy_p = proxy.add_parser("serve", help="run HAProxy with empty frontend slots and its runtime API (seed 001 4.3.3)")
-    from reference_impl.traffic_split import haproxy
-
     haproxy.add_arguments(proxy_p)
     proxy_p.set_defaults(run=_proxy_serve)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from benchmarks import (
+        clients_bench,
+        cluster_bench,
+        engine_bench,
+        flakes_bench,
+        gang_bench,
+        pd_routers_bench,
+        rollout_bench,
+        router_bench,
+    )
+    from conformance import certify
+
+    parser, commands = _root_parser()
+    _add_pod_programs(commands)
 
     bench = commands.add_parser("bench", help="benchmarks (figures, never pass/fail)").add_subparsers(dest="action", required=True)
     bench_engine = bench.add_parser("engine", help="SSE throughput of one engine and RSS of many idle engines")
@@ -264,7 +286,9 @@ def _add_load_and_planner(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = pod_program_parser() if tuple(given[:2]) in POD_PROGRAMS else build_parser()
+    args = parser.parse_args(given)
     run: Runner = args.run
     try:
         return run(args)
