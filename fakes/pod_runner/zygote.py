@@ -11,7 +11,8 @@ Data flow::
     runner: ForkedProcess(pid).poll() / wait() read those exits; signals go to the child's process group as before
 
 Why: a fake engine pod started as ``python -m servecert engine serve`` spent 0.8 s of CPU before it
-served (0.3 s of it importing aiohttp, numpy, prometheus_client; 0.2 s the kubernetes client), and
+served (0.3 s of it importing aiohttp, numpy, prometheus_client; 0.2 s the kubernetes client; with the client's
+37.x releases, 1.2 s more for its lazily loaded CoreV1Api), and
 make test starts about 400 engine pods and 120 frontends on a 2-core machine: about 300 CPU-seconds,
 a fifth of the cluster tests' CPU, and every rollout step waited on it. Forked from a parent that
 imported those modules once, a pod pays only for the suite's own modules.
@@ -48,10 +49,15 @@ PRELOAD = (
     "yaml",
     "uvloop",
     "kubernetes.client",
+    # NB: the client (37.x) loads its API classes lazily, and CoreV1Api's module builds a pydantic model of every core
+    # object it names: 1.2 s of CPU in each engine pod that registers itself, unless the zygote has loaded it.
+    "kubernetes.client.api.core_v1_api",
+    "kubernetes.client.api.custom_objects_api",
 )
 """Third-party modules the pods' programs import; a missing one is skipped."""
 POLL_S = 0.1  # how often the zygote reaps its children (the latency of an exit the runner sees)
 REPLY_S = 10.0  # a spawn's reply (the fork's pid) arrives within this, or the zygote counts as dead
+PRELOAD_S = 60.0  # the zygote says it is ready (its imports done) within this of its start, or it counts as dead
 STOP_S = 5.0
 
 
@@ -153,6 +159,8 @@ def serve(inbox: IO[bytes], outbox: IO[bytes]) -> None:
 
 def main() -> int:
     _preload()
+    sys.stdout.buffer.write(json.dumps({"ready": True}).encode() + b"\n")  # NB: the first spawn waits for this, not REPLY_S
+    sys.stdout.buffer.flush()
     serve(sys.stdin.buffer, sys.stdout.buffer)
     return 0
 
@@ -170,6 +178,7 @@ class Zygote:
         self._replies: list[int] = []
         self._exits: dict[int, int] = {}
         self._dead = False
+        self._ready = False
 
     def start(self, log_path: Path) -> None:
         with log_path.open("ab") as log:
@@ -198,6 +207,10 @@ class Zygote:
             except OSError as exc:
                 raise ZygoteError(f"the zygote's pipe closed: {exc}") from exc
             with self._changed:
+                # NB: its imports take seconds of CPU (more on a busy machine); a spawn's own bound starts once they are done
+                if not self._changed.wait_for(lambda: self._ready or self._dead, timeout=PRELOAD_S) or not self._ready:
+                    self._dead = True
+                    raise ZygoteError(f"the zygote was not ready within {PRELOAD_S} s of its start")
                 if not self._changed.wait_for(lambda: self._replies or self._dead, timeout=REPLY_S) or not self._replies:
                     self._dead = True
                     raise ZygoteError(f"the zygote gave no pid within {REPLY_S} s")
@@ -237,7 +250,9 @@ class Zygote:
             with contextlib.suppress(ValueError, KeyError):
                 message = json.loads(line)
                 with self._changed:
-                    if "pid" in message:
+                    if "ready" in message:
+                        self._ready = True
+                    elif "pid" in message:
                         self._replies.append(int(message["pid"]))
                     else:
                         self._exits[int(message["exit"])] = int(message["code"])
