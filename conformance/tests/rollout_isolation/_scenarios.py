@@ -26,6 +26,11 @@ AGG_TARGETS: Mapping[str, int] = MappingProxyType({"agg": AGGREGATED})
 """Seed 001's own example (4.3.1: NS A 4 workers, then 3:1 -> weights 75/25): one aggregated worker set of four."""
 SPLIT_STARTUP_S = 6.0
 """Model-load time of the split scenario's engines: each ready ratio holds ~7 s, ~150 requests, enough to judge it."""
+PAUSE_STARTUP_S = 5.0
+"""Model-load time of the pause scenario's engines: longer than the settle the suite allows after the pause
+(``rollout_pause_settle_s``, at most 2 s) plus its polling, so an operator that ignores the pause cannot take the
+rollout's remaining steps before the suite counts the pods. Without it (CI70), new workers Ready in about a second let
+``IgnoresPause`` finish the 2:2 rollout inside the settle, and pass: a verdict only a slow machine gave."""
 ENGINE_TIMING = "constant:40:30"
 """Each request streams for ~0.5 s, so streams are in flight through every step."""
 CONCURRENCY = 12
@@ -239,11 +244,11 @@ def _new_tag(pod: Mapping[str, Any]) -> bool:
 
 BLOCK_SIZE = Scenario(MDC, block_size_change, lambda p: arg(p, "--block-size") == "32")
 ENV_BLOCK_SIZE = Scenario(MDC, env_block_size_change, lambda p: env(p, BLOCK_SIZE_ENV) == "32", shape=block_size_in_env)
-COMMAND_BLOCK_SIZE = Scenario(
-    MDC, command_block_size_change, lambda p: command_arg(p, "--block-size") == "32", shape=block_size_in_command
-)
+COMMAND_BLOCK_SIZE = Scenario(MDC, command_block_size_change, lambda p: command_arg(p, "--block-size") == "32", shape=block_size_in_command)
 BLOCK_SIZE_CASES: Mapping[str, Scenario] = MappingProxyType({"args": BLOCK_SIZE, "env": ENV_BLOCK_SIZE, "command": COMMAND_BLOCK_SIZE})
 """RolloutBlockSize's cases: seed 001 2's worker changes to "command, args, or environment variables"."""
+PAUSED_BLOCK_SIZE = Scenario(PAUSE, block_size_change, BLOCK_SIZE.new_worker, engine_args=("--startup-seconds", f"{PAUSE_STARTUP_S:g}"))
+"""RolloutPauseResume's rollout: the block size, each engine loading its model for ``PAUSE_STARTUP_S``."""
 TENSOR_PARALLEL = Scenario(KV_LAYOUT, tensor_parallel_change, lambda p: arg(p, "--tensor-parallel-size") == "2")
 RUNTIME = Scenario(RUNTIME_API, runtime_change, _new_tag, _new_tag)
 FRONTEND_IMAGE = Scenario(FRONTEND, frontend_change, None, _new_tag, frontend_only=True)
