@@ -242,12 +242,17 @@ def _new_tag(pod: Mapping[str, Any]) -> bool:
     return _image_tag(pod) == "1.7.0"
 
 
+def loading(seconds: float) -> tuple[str, ...]:
+    """Engine arguments for a model that loads this long before the engine is Ready (``servecert engine serve``)."""
+    return ("--startup-seconds", f"{seconds:g}")
+
+
 BLOCK_SIZE = Scenario(MDC, block_size_change, lambda p: arg(p, "--block-size") == "32")
 ENV_BLOCK_SIZE = Scenario(MDC, env_block_size_change, lambda p: env(p, BLOCK_SIZE_ENV) == "32", shape=block_size_in_env)
 COMMAND_BLOCK_SIZE = Scenario(MDC, command_block_size_change, lambda p: command_arg(p, "--block-size") == "32", shape=block_size_in_command)
 BLOCK_SIZE_CASES: Mapping[str, Scenario] = MappingProxyType({"args": BLOCK_SIZE, "env": ENV_BLOCK_SIZE, "command": COMMAND_BLOCK_SIZE})
 """RolloutBlockSize's cases: seed 001 2's worker changes to "command, args, or environment variables"."""
-PAUSED_BLOCK_SIZE = Scenario(PAUSE, block_size_change, BLOCK_SIZE.new_worker, engine_args=("--startup-seconds", f"{PAUSE_STARTUP_S:g}"))
+PAUSED_BLOCK_SIZE = Scenario(PAUSE, block_size_change, BLOCK_SIZE.new_worker, engine_args=loading(PAUSE_STARTUP_S))
 """RolloutPauseResume's rollout: the block size, each engine loading its model for ``PAUSE_STARTUP_S``."""
 TENSOR_PARALLEL = Scenario(KV_LAYOUT, tensor_parallel_change, lambda p: arg(p, "--tensor-parallel-size") == "2")
 RUNTIME = Scenario(RUNTIME_API, runtime_change, _new_tag, _new_tag)
@@ -257,7 +262,7 @@ STEPS_STARTUP_S = 3.0
 """Model-load time of RolloutSteps' engines: a step lasts longer than ``rollout_ratio_grace_s`` (1 s), so a ratio broken
 for a step or two is judged whatever the machine's speed. Without it (CI71), workers Ready in about a second made
 ``IgnoresRatio``'s two steps with two prefill and no decode shorter than the grace, and it passed."""
-_STEPS_LOAD = ("--startup-seconds", f"{STEPS_STARTUP_S:g}")
+_STEPS_LOAD = loading(STEPS_STARTUP_S)
 STEP_CASES: Mapping[str, Scenario] = MappingProxyType(
     {
         # NB: seed 001 4.1.2's own diagram: Prefill 4, Decode 2, a new frontend of 3 replicas, maxSurge 1, maxUnavailable 0.
@@ -277,5 +282,5 @@ AGGREGATED_SPLIT = Scenario(
     block_size_change,
     BLOCK_SIZE.new_worker,
     targets=AGG_TARGETS,
-    engine_args=("--startup-seconds", f"{SPLIT_STARTUP_S:g}"),
+    engine_args=loading(SPLIT_STARTUP_S),
 )
