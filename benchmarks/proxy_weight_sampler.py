@@ -3,7 +3,7 @@
 Data flow::
 
     WeightSampler(env, dgd name).run()   (a task beside ROLLOUT-ISOLATION's ``_checks.run_in``)
-        waits for the DGD's status.address (the proxy pod's IP), then every ``period_s``:
+        waits for a Ready proxy replica of the DGD (the operator gives each the same weights), then every ``period_s``:
         ``show servers state`` on the proxy's runtime API -> {frontend address: weight} of the
         slots in service (not in maintenance, not draining), kept only when it differs from the last
         -> samples: [(wall time, {address: weight})]
@@ -24,14 +24,13 @@ import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import urlparse
 
 from conformance.tests.rollout_isolation._scenarios import TARGETS, ctype
 from conformance.tests.rollout_isolation._verdict import Timeline, serving
 from conformance.utils import kube as kc
 from fixtures.cluster_env import ClusterEnvironment
 from protocol import waiting
-from reference_impl.operator.dgd_pods import FRONTEND_PORT, PROXY_ADMIN_PORT
+from reference_impl.operator.dgd_pods import FRONTEND_PORT, PROXY_ADMIN_PORT, PROXY_LABEL
 from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
 
 Weights = dict[str, int]  # frontend address (ip:port) -> weight, slots in service only
@@ -66,10 +65,10 @@ class WeightSampler:
 
     async def _proxy(self, deadline: waiting.Deadline) -> RuntimeApi | None:
         while not self._stop.is_set() and not deadline.expired:
-            found = await kc.get(self.env, kc.DGD, self.dgd)
-            address = ((found or {}).get("status") or {}).get("address")
-            if address:
-                return RuntimeApi(str(urlparse(address).hostname), PROXY_ADMIN_PORT)
+            for pod in await kc.pods(self.env):
+                ip = (pod.get("status") or {}).get("podIP")
+                if (pod["metadata"].get("labels") or {}).get(PROXY_LABEL) == self.dgd and ip and kc.pod_ready(pod):
+                    return RuntimeApi(str(ip), PROXY_ADMIN_PORT)
             await self._sleep(0.2)
         return None
 

@@ -55,7 +55,7 @@ def container_args(spec: ImageSpec, command: Sequence[str], args: Sequence[str])
     head = tuple(command[: len(spec.entrypoint)])
     if not spec.entrypoint or head != spec.entrypoint:
         program = " ".join(spec.entrypoint) or "no program a command can name"
-        raise ValueError(f'exec {" ".join(command[:3])!r}: not found in image {spec.image} (it runs `{program}` followed by arguments)')
+        raise ValueError(f"exec {' '.join(command[:3])!r}: not found in image {spec.image} (it runs `{program}` followed by arguments)")
     return [*command[len(spec.entrypoint) :], *args]
 
 
@@ -70,7 +70,7 @@ def _frontend(launch: Launch) -> list[str]:
 
 
 def _traffic_proxy(launch: Launch) -> list[str]:
-    # NB: `proxy serve` execs HAProxy, so the supervised pid is HAProxy's own.
+    # NB: `proxy serve` runs HAProxy as its child and turns the pod's SIGTERM into a graceful stop.
     return [sys.executable, "-m", "servecert", "proxy", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
 
 

@@ -109,6 +109,9 @@ class Behaviour:
     split: str = "ready"
     """Seed 001 4.3: the proxy's weights split traffic by ready workers (``ready``); ``even`` splits it evenly between
     every set that can serve (the seed's plain Service), ``switch`` sends it all to the spec's set once it can serve (broken)."""
+    replace_proxies: bool = True
+    """Keep ``dgd_pods.PROXY_REPLICAS`` proxy replicas, replacing one that goes; False creates them only while the DGD has
+    none, so a lost replica is never replaced (broken)."""
     weight_lag_workers: int = 0
     """The spec's set is weighted as if each of its components had this many fewer ready workers: a split lagging the
     ready ratio by that many steps (broken)."""

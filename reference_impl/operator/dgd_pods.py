@@ -56,8 +56,13 @@ WORKERS_REVISION_LABEL = "servecert.io/workers-revision"
 FRONTEND_REVISION_LABEL = "servecert.io/frontend-revision"
 PROXY = "proxy"
 PROXY_LABEL = "servecert.io/dgd-proxy"
-"""On the DGD's proxy pod: the DGD's name."""
+"""On the DGD's proxy pods and its proxy Service: the DGD's name."""
 PROXY_PORT = 8000
+PROXY_REPLICAS = 2
+"""Seed 001 4.3.3 Cons: "Proxy pods must be replicated for HA"; the DGD's Service spreads connections over them."""
+PROXY_LEAVE_S = 3
+"""After SIGTERM a proxy replica keeps taking connections this long, while its Service drops it, then finishes its streams."""
+PROXY_GRACE_S = 30
 FRONTEND_PORT = 8000
 """Where frontends listen (the pod runner's default port for the frontend image)."""
 PROXY_ADMIN_PORT = 8404
@@ -173,26 +178,53 @@ def replicas(component: DGDComponent) -> int:
     return int(component.get("replicas", 1))
 
 
+def proxy_service_name(dgd: DynamoGraphDeployment) -> str:
+    return f"{dgd['metadata']['name']}-{PROXY}"
+
+
+def proxy_service(dgd: DynamoGraphDeployment) -> dict[str, Any]:
+    """Seed 001 4.3.3: "a Service in front" of the proxy pods; ``status.address`` is its ClusterIP."""
+    meta = dgd["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": proxy_service_name(dgd),
+            "namespace": meta["namespace"],
+            "labels": {PROXY_LABEL: meta["name"]},
+            "ownerReferences": [owner_reference(dgd, f"{kn.DGD_GROUP}/{kn.DGD_VERSION}", kn.DGD_KIND)],
+        },
+        "spec": {
+            "selector": {PROXY_LABEL: meta["name"], kn.COMPONENT_TYPE_LABEL: PROXY},
+            "ports": [{"name": "http", "port": PROXY_PORT, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+
+
 def proxy_pod(dgd: DynamoGraphDeployment, images: Images) -> dict[str, Any]:
-    """Seed 001 4.3.3: the DGD's stable address, HAProxy with empty slots the operator fills with frontends."""
+    """Seed 001 4.3.3: one replica of the DGD's HAProxy, with empty slots the operator fills with frontends.
+
+    Named by the API server (``generateName``), as a ReplicaSet's pods are: a replacement is made while the
+    replica it replaces still terminates under its own name.
+    """
     meta = dgd["metadata"]
     container = {
         "name": CONTAINER,
         "image": images.proxy,
-        "args": ["--admin-port", str(PROXY_ADMIN_PORT), "--slots", str(PROXY_SLOTS)],
+        "args": ["--admin-port", str(PROXY_ADMIN_PORT), "--slots", str(PROXY_SLOTS), "--leave-seconds", str(PROXY_LEAVE_S)],
         "ports": [{"name": "http", "containerPort": PROXY_PORT}, {"name": "admin", "containerPort": PROXY_ADMIN_PORT}],
     }
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": f"{meta['name']}-{PROXY}",
+            "generateName": f"{meta['name']}-{PROXY}-",
             "namespace": meta["namespace"],
             # NB: not the DGD-name label: selecting a DGD's pods by it gives its components, as before the proxy existed.
             "labels": {PROXY_LABEL: meta["name"], kn.COMPONENT_TYPE_LABEL: PROXY},
             "ownerReferences": [owner_reference(dgd, f"{kn.DGD_GROUP}/{kn.DGD_VERSION}", kn.DGD_KIND)],
         },
-        "spec": {"containers": [container], "restartPolicy": "Always", "terminationGracePeriodSeconds": 5},
+        "spec": {"containers": [container], "restartPolicy": "Always", "terminationGracePeriodSeconds": PROXY_GRACE_S},
     }
 
 

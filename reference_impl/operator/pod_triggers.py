@@ -1,8 +1,10 @@
-"""Which pod events should reconcile their DGD now: a pod became Ready or stopped being Ready, began terminating, or went.
+"""Which pod events should reconcile their DGD now: a pod got its address, became Ready or stopped being Ready, began
+terminating, or went.
 
 Data flow: kopf hands every event of a DGD's pods (workers, frontends, its proxy) to
 ``PodTriggers.seen(pod, event type)``, which keeps each pod's last (ready, terminating) pair in
-memory and answers True when it changed; the handler then reconciles the owning DGD
+memory (with whether it has an address: a new proxy replica must be given its weights before it can become
+Ready) and answers True when it changed; the handler then reconciles the owning DGD
 (``dgd_owner``) through ``OneAtATime.run_soon``, so a burst of events costs at most two reconciles.
 
 Why: seed 001 4.3.3 and the rollout issue ask for weights that change as workers become ready,
@@ -30,7 +32,7 @@ def dgd_owner(pod: Pod) -> tuple[str, str] | None:
 
 @dataclass
 class PodTriggers:
-    _last: dict[str, tuple[bool, bool]] = field(default_factory=dict)
+    _last: dict[str, tuple[bool, bool, bool]] = field(default_factory=dict)
 
     def seen(self, pod: Pod, event_type: str | None) -> bool:
         """True when this event changes what a reconcile of the pod's DGD would do with it."""
@@ -39,7 +41,7 @@ class PodTriggers:
         if event_type == "DELETED":
             self._last.pop(uid, None)
             return True
-        now = (pod_ready(pod), bool(meta.get("deletionTimestamp")))
-        before = self._last.get(uid, (False, False))
+        now = (pod_ready(pod), bool(meta.get("deletionTimestamp")), bool((pod.get("status") or {}).get("podIP")))
+        before = self._last.get(uid, (False, False, False))
         self._last[uid] = now
         return now != before

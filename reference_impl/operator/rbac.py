@@ -29,7 +29,7 @@ def cluster_role(name: str) -> dict[str, Any]:
         # NB: get only: with list/watch kopf follows every CRD change and restarts its watches (a ~30 s stall seen in CI).
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": [*WATCH, "create", "delete", "patch"]},
-        {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "create", "delete"]},
+        {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "list", "create", "delete"]},
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
         {"apiGroups": [kn.PG_GROUP], "resources": [kn.PG_PLURAL], "verbs": ["get", "create", "update"]},

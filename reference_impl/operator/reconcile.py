@@ -137,14 +137,14 @@ class Reconciler:
 
     def _create_pod(self, namespace: str, pod: dict[str, Any]) -> None:
         try:
-            self.core.create_namespaced_pod(namespace, pod, _request_timeout=TIMEOUT_S)
+            made = self.core.create_namespaced_pod(namespace, pod, _request_timeout=TIMEOUT_S)
         except ApiException as exc:
             if exc.status == 403 and "being terminated" in str(exc.body):
                 return  # NB: the namespace is going; its DGD will be gone in a moment, nothing to create
             if exc.status != 409:
                 raise
             return
-        log.info("created pod %s/%s", namespace, pod["metadata"]["name"])
+        log.info("created pod %s/%s", namespace, made.metadata.name)
 
     @staticmethod
     def _ignore(status: int, call: Any, *args: Any, **kwargs: Any) -> None:
@@ -165,10 +165,7 @@ class Reconciler:
             return
         levels = self._dgd_levels(dgd) if self.behaviour.topology_env else None
         existing = self._owned_pods(meta["namespace"], f"{kn.DGD_NAME_LABEL}={meta['name']}", meta["uid"])
-        proxies = self._owned_pods(meta["namespace"], f"{dgd_pods.PROXY_LABEL}={meta['name']}", meta["uid"])
-        proxy = proxies[0] if proxies else None
-        if proxy is None:
-            self._create_pod(meta["namespace"], dgd_pods.proxy_pod(dgd, self.images))
+        proxies = self._sync_proxy_replicas(dgd)
         asked, wanted = dgd_rollout.routing_frontends(dgd, existing, self.behaviour)
         routes = frontend_routes.read(asked, dgd_pods.FRONTEND_PORT, wanted)
         plan = dgd_rollout.plan(dgd, existing, levels, self.images, self.behaviour, routes)
@@ -176,7 +173,7 @@ class Reconciler:
             plan.delete += dgd_rollout.other_revisions(dgd, existing, plan.target)
         self.reconciled.add(meta["uid"])
         # NB: weights first: they already leave out the workers this step deletes, so no frontend keeps traffic for them.
-        proxy_note = self._sync_proxy(dgd, proxy, plan)
+        proxy_note = self._sync_proxy(dgd, proxies, plan)
         for manifest in plan.create:
             self._create_pod(meta["namespace"], manifest)
         for name in plan.delete:
@@ -185,33 +182,72 @@ class Reconciler:
         for pod in existing:  # NB: pod events have no retries; the resync catches an injection that failed
             if levels is not None and set(levels) - set(topology_injection.labelled_domains(pod)):
                 self.inject_topology(pod)
-        status = self._dgd_status(dgd, existing, plan, proxy, proxy_note)
+        status = self._dgd_status(dgd, existing, plan, self._proxy_address(dgd), proxy_note)
         self._record_step(dgd, status)
         self._patch_status(kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL, meta, status)
 
-    def _sync_proxy(self, dgd: DynamoGraphDeployment, proxy: Pod | None, plan: dgd_rollout.Plan) -> str:
-        """Weights and drains through HAProxy's runtime API, then deletes the drained frontends. Returns a note.
+    def _sync_proxy_replicas(self, dgd: DynamoGraphDeployment) -> list[Pod]:
+        """The proxy Service, and ``PROXY_REPLICAS`` proxy pods not terminating (new ones made); returns those."""
+        meta = dgd["metadata"]
+        selector = f"{dgd_pods.PROXY_LABEL}={meta['name']}"
+        self._sync_services(meta["namespace"], selector, meta["uid"], {dgd_pods.proxy_service_name(dgd): dgd_pods.proxy_service(dgd)})
+        proxies = self._owned_pods(meta["namespace"], selector, meta["uid"])
+        live = [p for p in proxies if not p["metadata"].get("deletionTimestamp")]
+        missing = dgd_pods.PROXY_REPLICAS - len(live) if self.behaviour.replace_proxies or not proxies else 0
+        for _ in range(missing):
+            self._create_pod(meta["namespace"], dgd_pods.proxy_pod(dgd, self.images))
+        return live
 
-        A frontend is deleted as soon as the proxy sends it nothing new, as a Deployment ends the old
-        pod once the new one is ready: it finishes its streams in flight on SIGTERM (``--drain-seconds``
-        within the pod's grace period) while HAProxy keeps those connections. Deleting it later would
-        leave a frontend that looks Ready but gets no traffic. Nothing is deleted when the proxy did
-        not take the drain.
+    def _proxy_address(self, dgd: DynamoGraphDeployment) -> str | None:
+        """``http://<ClusterIP>:<port>`` of the DGD's proxy Service, once it has its ClusterIP."""
+        try:
+            name, ns = dgd_pods.proxy_service_name(dgd), dgd["metadata"]["namespace"]
+            found = self.core.read_namespaced_service(name, ns, _request_timeout=TIMEOUT_S)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        ip = found.spec.cluster_ip
+        return f"http://{ip}:{dgd_pods.PROXY_PORT}" if ip and ip != "None" else None
+
+    def _sync_proxy(self, dgd: DynamoGraphDeployment, proxies: list[Pod], plan: dgd_rollout.Plan) -> str:
+        """Weights and drains on every proxy replica through HAProxy's runtime API, then deletes the drained frontends.
+
+        Every replica with an address is brought to the plan, Ready or not: a replica serves (its
+        ``/proxy/health`` passes, so its Service sends it connections) only once it has a frontend
+        weighted. A frontend is deleted as soon as no serving replica sends it anything new, as a
+        Deployment ends the old pod once the new one is ready: it finishes its streams in flight on
+        SIGTERM (``--drain-seconds`` within the pod's grace period) while HAProxy keeps those
+        connections. Deleting it later would leave a frontend that looks Ready but gets no traffic.
+        Nothing is deleted while a Ready replica did not take the drain. Returns a note.
         """
-        ip = _pod_ip(proxy)
-        if proxy is None or not ip or not inference_service.pod_ready(proxy):
-            return "the traffic proxy is not ready yet"
         views = plan.frontends
         frontends = {n: proxy_weights.Frontend(n, v.ip, dgd_pods.FRONTEND_PORT) for n, v in views.items() if v.ip}
-        api = RuntimeApi(ip, dgd_pods.PROXY_ADMIN_PORT)
-        try:
-            open_streams = asyncio.run(proxy_weights.sync(api, frontends, plan.weights, set(plan.drain)))
-        except (OSError, TimeoutError, RuntimeApiError, RuntimeError) as exc:
-            return f"the traffic proxy did not take the weights: {exc}"
+        took, missed = 0, []
+        open_streams: dict[str, int] = {}
+        for proxy in proxies:
+            ip = _pod_ip(proxy)
+            if not ip:
+                continue
+            runtime = RuntimeApi(ip, dgd_pods.PROXY_ADMIN_PORT)
+            try:
+                streams = asyncio.run(proxy_weights.sync(runtime, frontends, plan.weights, set(plan.drain)))
+            except (OSError, TimeoutError, RuntimeApiError, RuntimeError) as exc:
+                if inference_service.pod_ready(proxy):
+                    missed.append(f"{proxy['metadata']['name']}: {exc}")
+                continue
+            took += 1
+            for name, count in streams.items():
+                open_streams[name] = open_streams.get(name, 0) + count
+        if missed:
+            return f"the traffic proxy did not take the weights: {'; '.join(missed)}"
+        if not took:
+            return "the traffic proxy is not ready yet"
         ns = dgd["metadata"]["namespace"]
         for name in plan.drain:
-            streams = open_streams.get(name, 0)
-            log.info("deleting drained frontend %s/%s; it finishes its %d stream(s) in flight on SIGTERM", ns, name, streams)
+            log.info(
+                "deleting drained frontend %s/%s; it finishes its %d stream(s) in flight on SIGTERM", ns, name, open_streams.get(name, 0)
+            )
             self._ignore(404, self.core.delete_namespaced_pod, name, ns)
         return WEIGHTS_APPLIED
 
@@ -237,7 +273,7 @@ class Reconciler:
         return domains
 
     @staticmethod
-    def _dgd_status(dgd: DynamoGraphDeployment, pods: list[Pod], plan: dgd_rollout.Plan, proxy: Pod | None, proxy_note: str) -> DGDStatus:
+    def _dgd_status(dgd: DynamoGraphDeployment, pods: list[Pod], plan: dgd_rollout.Plan, address: str | None, proxy_note: str) -> DGDStatus:
         target = plan.target
         components: dict[str, dict[str, int]] = {}
         for component in dgd_pods.components(dgd):
@@ -258,15 +294,14 @@ class Reconciler:
             "reason": phase,
             "message": rollout["reason"],
         }
-        ip = _pod_ip(proxy)
         status: DGDStatus = {
             "observedGeneration": dgd["metadata"].get("generation", 1),
             "components": components,
             "conditions": [ready_condition, progressing],
             "rollout": rollout,
         }
-        if ip:
-            status["address"] = f"http://{ip}:{dgd_pods.PROXY_PORT}"
+        if address:
+            status["address"] = address
         return status
 
     # -- InferenceService ------------------------------------------------------------------

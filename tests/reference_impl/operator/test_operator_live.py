@@ -122,7 +122,7 @@ def test_deleting_a_dgd_removes_everything_it_owns(
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     dgd = _pause_like_dgd("owned", frontend=True)
     custom.create_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, dgd)
-    wait_until(lambda: len(core.list_namespaced_pod(namespace).items) == 4, "the DGD's 4 pods (frontend, 2 decode, its proxy)")
+    wait_until(lambda: len(core.list_namespaced_pod(namespace).items) == 5, "the DGD's 5 pods (frontend, 2 decode, 2 proxies)")
     custom.delete_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, "owned")
     wait_until(lambda: not core.list_namespaced_pod(namespace).items, "the garbage collector to remove the DGD's pods")
 
@@ -139,7 +139,7 @@ def test_another_operator_leaves_a_dgd_alone_and_close_releases_its_finalizer(
     try:
         assert run.finalizer_of([f"{other.namespace_prefix}*"]) != mine
         custom.create_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, _pause_like_dgd("owned", True))
-        wait_until(lambda: len(core.list_namespaced_pod(namespace).items) == 4, "the DGD's 4 pods (frontend, 2 decode, its proxy)")
+        wait_until(lambda: len(core.list_namespaced_pod(namespace).items) == 5, "the DGD's 5 pods (frontend, 2 decode, 2 proxies)")
         for _ in waiting.holding(3.0, 0.25):  # three resyncs of the owner, each watch event seen by the other
             assert _dgd_meta(custom, namespace).get("finalizers") == [mine]
         their_prefix = run.instance_prefix([f"{other.namespace_prefix}*"])
@@ -247,8 +247,8 @@ def test_the_planners_kubernetes_connector_scales_a_dgd_through_the_operator(
     wait_until(lambda: not asyncio.run(connector.in_progress()), "the connector to see its decision carried out")
     assert asyncio.run(connector.scale_to(1, 2)) == ISSUED
     wait_until(
-        # NB: 5 pods: frontend, prefill, 2 decode, and the DGD's traffic proxy
-        lambda: counts() == {"prefill": 1, "decode": 2} and len(core.list_namespaced_pod(namespace).items) == 5, "scaled down to 1 + 2"
+        # NB: 6 pods: frontend, prefill, 2 decode, and the DGD's 2 traffic proxy replicas
+        lambda: counts() == {"prefill": 1, "decode": 2} and len(core.list_namespaced_pod(namespace).items) == 6, "scaled down to 1 + 2"
     )
 
 

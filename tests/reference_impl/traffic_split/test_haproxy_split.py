@@ -29,6 +29,8 @@ _WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or
 _ADDRESSES = itertools.count(1 + 60 * _WORKER, 3)
 """Each test its own three 127.0.41.x addresses, and each xdist worker its own range of them."""
 PORT, ADMIN = 8000, 9999
+FIXTURE_LEAVE_S = 0.1
+LEAVE_S = 1.5
 EVENTS = 20
 MAINT_FLAG, DRAIN_FLAG = 0x01, 0x08
 """HAProxy's srv_admin_state bits: forced maintenance (SRV_ADMF_FMAINT), forced drain (SRV_ADMF_FDRAIN)."""
@@ -89,7 +91,7 @@ async def proxy(tmp_path: Path) -> AsyncIterator[Proxy]:
         new = await _backend("new", new_host)
         try:
             argv = [sys.executable, "-m", "servecert", "proxy", "serve", "--host", host, "--port", str(PORT)]
-            argv += ["--admin-port", str(ADMIN), "--config-dir", str(tmp_path)]
+            argv += ["--admin-port", str(ADMIN), "--config-dir", str(tmp_path), "--leave-seconds", str(FIXTURE_LEAVE_S)]
             log = tmp_path / "haproxy.stderr"
             with log.open("w") as stderr:
                 process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr)
@@ -184,7 +186,7 @@ def test_a_missing_haproxy_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, cap
     monkeypatch.setattr(haproxy.shutil, "which", lambda name, path=None: None)
     import argparse
 
-    args = argparse.Namespace(host="127.0.41.250", port=PORT, admin_port=ADMIN, slots=2, config_dir=None)
+    args = argparse.Namespace(host="127.0.41.250", port=PORT, admin_port=ADMIN, slots=2, config_dir=None, leave_seconds=0.0)
     assert haproxy.serve(args) == 2
     assert "apt-get install haproxy" in capsys.readouterr().err
 
@@ -217,3 +219,43 @@ async def test_the_operators_sync_fills_weights_drains_and_frees_slots(proxy: Pr
     await proxy_weights.sync(proxy.api, frontends, {"fe-new": 256}, set())
     in_service = [s for s in (await proxy.api.servers()).values() if not s.admin_state & MAINT_FLAG]
     assert [(s.address, s.weight) for s in in_service] == [(proxy.new, 256)]
+
+
+async def _status(session: ClientSession, url: str) -> int:
+    async with session.get(url) as answer:
+        await answer.read()
+        return answer.status
+
+
+async def test_health_fails_until_a_slot_is_weighted(proxy: Proxy) -> None:
+    """A replica its controller has not configured is not healthy, so its pod is not Ready and its Service skips it."""
+    async with ClientSession() as session:
+        assert await _status(session, f"{proxy.url}{haproxy.HEALTH_PATH}") == 503
+        await proxy.api.assign(haproxy.slot_name(1), proxy.old, PORT, 10)
+        assert await _status(session, f"{proxy.url}{haproxy.HEALTH_PATH}") == 200
+
+
+async def test_on_sigterm_it_serves_on_for_the_leave_then_finishes_its_streams_and_exits(tmp_path: Path) -> None:
+    """Its Service drops a terminating replica a moment after the deletion: until then new connections still arrive."""
+    host, backend_host = "127.0.41.251", "127.0.41.252"
+    backend = await _backend("old", backend_host)
+    argv = [sys.executable, "-m", "servecert", "proxy", "serve", "--host", host, "--port", str(PORT), "--admin-port", str(ADMIN)]
+    argv += ["--config-dir", str(tmp_path), "--leave-seconds", str(LEAVE_S)]
+    process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await asyncio.to_thread(_wait_for_port, host, ADMIN)
+        await RuntimeApi(host, ADMIN).assign(haproxy.slot_name(1), backend_host, PORT, 10)
+        async with ClientSession() as session:
+            async with session.get(f"http://{host}:{PORT}/stream") as streaming:
+                process.terminate()
+                await asyncio.sleep(LEAVE_S / 2)
+                assert await _status(session, f"http://{host}:{PORT}/who") == 200, "a new request during the leave is served"
+                body = await streaming.text()
+            assert body.count("data: ") == EVENTS + 1, "the stream in flight at SIGTERM finished whole"
+        code = await asyncio.to_thread(process.wait, 10)
+        assert code == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        await backend.cleanup()
