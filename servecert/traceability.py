@@ -116,6 +116,11 @@ REFERENCE_CODE: dict[str, tuple[str, ...]] = {
     "RolloutTrafficSplit": ("reference_impl/operator/dgd_rollout.py", "reference_impl/traffic_split/weights.py"),
     "RolloutSteps": ("reference_impl/operator/rollout_plan.py", "reference_impl/operator/dgd_rollout.py"),
     "RolloutControllerRestart": ("reference_impl/operator/dgd_rollout.py", "reference_impl/operator/reconcile.py"),
+    "RolloutProxyReplicaLoss": (
+        "reference_impl/operator/reconcile.py",
+        "reference_impl/operator/dgd_pods.py",
+        "reference_impl/traffic_split/haproxy.py",
+    ),
     "RolloutRuntimeVersion": ("reference_impl/operator/dgd_pods.py", "reference_impl/operator/dgd_rollout.py"),
     "RolloutTensorParallel": ("reference_impl/operator/dgd_pods.py", "reference_impl/frontend/kube_discovery.py"),
     "RouterTopologyDecodeJoinsAndLeaves": (

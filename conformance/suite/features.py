@@ -62,6 +62,7 @@ ROLLOUT_TRAFFIC_SPLIT: Final = "RolloutTrafficSplit"
 ROLLOUT_STEPS: Final = "RolloutSteps"
 # Extended of ROLLOUT-ISOLATION (the suite's chaos cases)
 ROLLOUT_CONTROLLER_RESTART: Final = "RolloutControllerRestart"
+ROLLOUT_PROXY_REPLICA_LOSS: Final = "RolloutProxyReplicaLoss"
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,10 @@ for _feature in (
     Feature(
         ROLLOUT_CONTROLLER_RESTART,
         "The controller killed mid-rollout and started again: nothing moves while it is down, then it resumes and finishes cleanly.",
+    ),
+    Feature(
+        ROLLOUT_PROXY_REPLICA_LOSS,
+        "The DGD's address is a Service of replicated proxy pods (seed 001 4.3.3); one lost mid-rollout is replaced, no request fails.",
     ),
 ):
     register(_feature)

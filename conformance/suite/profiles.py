@@ -154,7 +154,7 @@ ROLLOUT_ISOLATION = Profile(
             features.ROLLOUT_STEPS,
         }
     ),
-    extended=frozenset({features.ROLLOUT_CONTROLLER_RESTART}),
+    extended=frozenset({features.ROLLOUT_CONTROLLER_RESTART, features.ROLLOUT_PROXY_REPLICA_LOSS}),
     environments=frozenset({"cluster"}),
 )
 

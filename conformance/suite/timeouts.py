@@ -306,6 +306,14 @@ class Timeouts:
         concern="rollout",
         bound=10.0,
     )
+    rollout_proxy_replace_s: float = _setting(
+        30.0,
+        "s",
+        "RolloutProxyReplicaLoss: once the rollout is over, how long the DGD's proxy Service may take to have again as many "
+        "Ready endpoints as before a replica was deleted. Conformant bound: at most 30 s.",
+        concern="rollout",
+        bound=30.0,
+    )
     # -- planner: PLANNER-SCALING. Scenario times are simulated seconds; the suite divides them by planner_time_scale.
     planner_time_scale: float = _setting(
         4.0,

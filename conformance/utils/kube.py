@@ -85,6 +85,11 @@ async def pod(env: ClusterEnvironment, name: str) -> kube_objects.Pod | None:
     return await asyncio.to_thread(kube.read_pod, env.api, env.namespace, name)
 
 
+async def delete_pod(env: ClusterEnvironment, name: str) -> None:
+    """Delete the pod with its own grace period, as an eviction or a node drain would."""
+    await asyncio.to_thread(kube.delete_pod, env.api, env.namespace, name)
+
+
 async def label_pod(env: ClusterEnvironment, name: str, labels: Mapping[str, str]) -> None:
     await asyncio.to_thread(kube.label_pod, env.api, env.namespace, name, labels)
 
@@ -107,6 +112,11 @@ async def set_pod_state(env: ClusterEnvironment, name: str, phase: str, ready: s
 async def service(env: ClusterEnvironment, name: str) -> dict[str, Any] | None:
     """The Service in the case's namespace, or None when there is none."""
     return await asyncio.to_thread(kube.read_service, env.api, env.namespace, name)
+
+
+async def services(env: ClusterEnvironment) -> list[dict[str, Any]]:
+    """Every Service of the case's namespace, from the API server."""
+    return await asyncio.to_thread(kube.list_services, env.api, env.namespace)
 
 
 async def endpoint_slices(env: ClusterEnvironment, service_name: str) -> list[dict[str, Any]]:

@@ -9,7 +9,8 @@ keeps the old workers (the new frontend joins their namespace), three wrong traf
 splits (even, an instant switch, two steps late) on RolloutTrafficSplit, and four wrong steps
 (maxSurge ignored, workers with the frontend, the P:D ratio ignored, a new frontend of one replica
 where the old had three) on RolloutSteps[seed-example],
-and an operator that deletes the other revision's workers when it starts, on RolloutControllerRestart.
+an operator that deletes the other revision's workers when it starts, on RolloutControllerRestart,
+and one that never replaces a lost proxy replica, on RolloutProxyReplicaLoss.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def test_the_reference_is_certified_on_rollout_isolation(cluster: Cluster, tmp_p
     assert core["result"] == "success", core
     # NB: the report counts tests, not cases: 8 tests, 12 cases (RolloutBlockSize has 3, RolloutSteps 3).
     assert core["statistics"]["passed"] == 8 and core["statistics"]["skipped"] == 0, core
-    assert extended["result"] == "success" and extended["statistics"]["passed"] == 1, extended  # RolloutControllerRestart
+    # NB: RolloutControllerRestart and RolloutProxyReplicaLoss
+    assert extended["result"] == "success" and extended["statistics"]["passed"] == 2, extended
 
 
 @pytest.mark.slow
@@ -97,6 +99,7 @@ def broken(adapter: str, test: str, mode: str, rule_named: str, group: str) -> A
             "OneNewFrontend", "RolloutSteps[seed-example]", scenarios.STEPS, "T1: the new frontend had 1 replica", "rollout-broken-split"
         ),
         broken("CollectsOnRestart", "RolloutControllerRestart", scenarios.RESTART, "maxUnavailable 0 exceeded", "rollout-in-place"),
+        broken("ProxyNotReplaced", "RolloutProxyReplicaLoss", scenarios.PROXY_LOSS, "was not replaced", "rollout-broken-split"),
     ],
 )
 def test_a_broken_rollout_is_failed_by_the_test_of_its_rule(

@@ -25,6 +25,9 @@
 * ``CollectsOnRestart``: a started operator takes the other revision's workers for orphans and deletes
   them all on its first reconcile of each DGD: harmless on a fresh start, a capacity drop after a
   restart mid-rollout.
+* ``ProxyNotReplaced``: the proxy replicas are made only while the DGD has none (the reference's
+  shape when it ran one bare proxy pod), so a replica lost mid-rollout is never replaced and the
+  DGD's Service is left with one.
 * ``IgnoresRatio``: each component moves at its own pace (the prefill:decode ratio rule dropped): at
   4:2 the decodes finish first, leaving the old side two prefill and no decode for two steps.
 
@@ -50,6 +53,7 @@ WORKERS_WITH_FRONTEND = Behaviour(workers_after_frontend=False)
 ONE_NEW_FRONTEND = Behaviour(full_new_frontend=False)
 IGNORES_RATIO = Behaviour(honour_ratio=False)
 COLLECTS_ON_RESTART = Behaviour(resume_rollouts=False)
+PROXY_NOT_REPLACED = Behaviour(replace_proxies=False)
 
 
 def InPlace() -> ReferenceImplementation:
@@ -102,3 +106,7 @@ def CollectsOnRestart() -> ReferenceImplementation:
 
 def OneNewFrontend() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:ONE_NEW_FRONTEND")
+
+
+def ProxyNotReplaced() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:PROXY_NOT_REPLACED")

@@ -45,6 +45,7 @@ FRONTEND = "frontend rollout"
 PAUSE = "pause and resume"
 ROLLBACK = "rollback"
 RESTART = "controller restart"
+PROXY_LOSS = "proxy replica loss"
 SPLIT = "seed 001 4.3 (traffic split)"
 
 _COMPONENT = {"prefill": ("prefill", "prefill"), "decode": ("decode", "decode"), "agg": ("worker", "worker")}
