@@ -56,6 +56,8 @@ class Reconciler:
     images: dgd_pods.Images = field(default_factory=dgd_pods.Images)
     reconciled: set[str] = field(default_factory=set)
     """Uids of the DGDs reconciled since this process started (only the broken ``resume_rollouts=False`` reads it)."""
+    configured_proxies: set[str] = field(default_factory=set)
+    """Uids of proxy replicas given weights at least once (only the broken ``sync_every_proxy=False`` reads it)."""
 
     @property
     def core(self) -> Any:
@@ -225,9 +227,9 @@ class Reconciler:
         frontends = {n: proxy_weights.Frontend(n, v.ip, dgd_pods.FRONTEND_PORT) for n, v in views.items() if v.ip}
         took, missed = 0, []
         open_streams: dict[str, int] = {}
-        for proxy in proxies:
-            ip = _pod_ip(proxy)
-            if not ip:
+        for index, proxy in enumerate(sorted(proxies, key=lambda p: str(p["metadata"]["name"]))):
+            ip, uid = _pod_ip(proxy), str(proxy["metadata"]["uid"])
+            if not ip or (not self.behaviour.sync_every_proxy and index > 0 and uid in self.configured_proxies):
                 continue
             runtime = RuntimeApi(ip, dgd_pods.PROXY_ADMIN_PORT)
             try:
@@ -237,6 +239,7 @@ class Reconciler:
                     missed.append(f"{proxy['metadata']['name']}: {exc}")
                 continue
             took += 1
+            self.configured_proxies.add(uid)
             for name, count in streams.items():
                 open_streams[name] = open_streams.get(name, 0) + count
         if missed:

@@ -10,7 +10,8 @@ splits (even, an instant switch, two steps late) on RolloutTrafficSplit, and fou
 (maxSurge ignored, workers with the frontend, the P:D ratio ignored, a new frontend of one replica
 where the old had three) on RolloutSteps[seed-example],
 an operator that deletes the other revision's workers when it starts, on RolloutControllerRestart,
-and one that never replaces a lost proxy replica, on RolloutProxyReplicaLoss.
+one that never replaces a lost proxy replica, on RolloutProxyReplicaLoss, and one that keeps only
+the first of its two proxy replicas up to date, on RolloutTrafficSplit.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def broken(adapter: str, test: str, mode: str, rule_named: str, group: str) -> A
             "OneNewFrontend", "RolloutSteps[seed-example]", scenarios.STEPS, "T1: the new frontend had 1 replica", "rollout-broken-split"
         ),
         broken("CollectsOnRestart", "RolloutControllerRestart", scenarios.RESTART, "maxUnavailable 0 exceeded", "rollout-in-place"),
-        broken("ProxyNotReplaced", "RolloutProxyReplicaLoss", scenarios.PROXY_LOSS, "was not replaced", "rollout-broken-split"),
+        broken("ProxyNotReplaced", "RolloutProxyReplicaLoss", scenarios.PROXY_LOSS, "was not replaced", "rollout-in-place"),
+        broken("StaleProxyReplica", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
     ],
 )
 def test_a_broken_rollout_is_failed_by_the_test_of_its_rule(

@@ -28,6 +28,8 @@
 * ``ProxyNotReplaced``: the proxy replicas are made only while the DGD has none (the reference's
   shape when it ran one bare proxy pod), so a replica lost mid-rollout is never replaced and the
   DGD's Service is left with one.
+* ``StaleProxyReplica``: each proxy replica is given the weights once, when it first answers; only the
+  first by name is kept up to date, so the other goes on splitting by the weights it started with.
 * ``IgnoresRatio``: each component moves at its own pace (the prefill:decode ratio rule dropped): at
   4:2 the decodes finish first, leaving the old side two prefill and no decode for two steps.
 
@@ -54,6 +56,7 @@ ONE_NEW_FRONTEND = Behaviour(full_new_frontend=False)
 IGNORES_RATIO = Behaviour(honour_ratio=False)
 COLLECTS_ON_RESTART = Behaviour(resume_rollouts=False)
 PROXY_NOT_REPLACED = Behaviour(replace_proxies=False)
+STALE_PROXY_REPLICA = Behaviour(sync_every_proxy=False)
 
 
 def InPlace() -> ReferenceImplementation:
@@ -110,3 +113,7 @@ def OneNewFrontend() -> ReferenceImplementation:
 
 def ProxyNotReplaced() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:PROXY_NOT_REPLACED")
+
+
+def StaleProxyReplica() -> ReferenceImplementation:
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:STALE_PROXY_REPLICA")
