@@ -146,6 +146,8 @@ class ServiceProxy:
         self.table = table
         self.servers: dict[Listen, asyncio.Server] = {}
         self.targets: dict[Listen, Target] = {}
+        self.refused: set[Listen] = set()
+        """Addresses that could not be bound: said once, not tried on every event."""
 
     async def reconcile(self) -> None:
         """Bind a listener for each Service port that gained a ClusterIP; close those of Services that are gone."""
@@ -154,11 +156,12 @@ class ServiceProxy:
             self.servers.pop(listen).close()
         self.targets = wanted
         for listen in wanted:
-            if listen in self.servers:
+            if listen in self.servers or listen in self.refused:
                 continue
             try:
                 self.servers[listen] = await asyncio.start_server(functools.partial(self._forward, listen), *listen)
             except OSError as exc:
+                self.refused.add(listen)
                 log.warning("cannot listen on %s:%d for Service %s/%s: %s", *listen, *wanted[listen][:2], exc)
 
     async def _forward(self, listen: Listen, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
