@@ -1,6 +1,6 @@
 """Objects of one kind, as a stream of events on a queue: list, then watch, reconnect with back-off.
 
-Data flow (the pod runner: pods bound to nodes; the service proxy: Services and EndpointSlices)::
+Data flow (the pod runner: pods bound to nodes; the service proxy: Services and pods with an IP)::
 
     thread: list (e.g. pods with fieldSelector spec.nodeName!=) -> ("SYNC", [object dicts])
             watch from the list's resourceVersion      -> ("ADDED"|"MODIFIED"|"DELETED", pod dict)

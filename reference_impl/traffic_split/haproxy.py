@@ -51,7 +51,7 @@ HEALTH_PATH = "/proxy/health"
 DEFAULT_ADMIN_PORT = 9999
 DEFAULT_SLOTS = 4
 DEFAULT_LEAVE_S = 3.0
-"""After SIGTERM, how long HAProxy still takes new connections: the EndpointSlice and the Service's proxies drop the pod."""
+"""After SIGTERM, how long HAProxy still takes new connections: meanwhile the Service's endpoints and proxies drop the pod."""
 _PR_SET_PDEATHSIG = 1
 INSTALL_HINT = "install Debian's haproxy package (`apt-get install haproxy`; `make test` and `make certify` do it)"
 
