@@ -221,11 +221,13 @@ class Reconciler:
         Deployment ends the old pod once the new one is ready: it finishes its streams in flight on
         SIGTERM (``--drain-seconds`` within the pod's grace period) while HAProxy keeps those
         connections. Deleting it later would leave a frontend that looks Ready but gets no traffic.
-        Nothing is deleted while a Ready replica did not take the drain. Returns a note.
+        Nothing is deleted while a Ready replica did not take the drain. Returns a note: ``WEIGHTS_APPLIED``
+        (so the DGD may be Ready) only once a Ready replica, an endpoint of the Service, has the weights.
         """
         views = plan.frontends
         frontends = {n: proxy_weights.Frontend(n, v.ip, dgd_pods.FRONTEND_PORT) for n, v in views.items() if v.ip}
-        took, missed = 0, []
+        took: list[Pod] = []
+        missed: list[str] = []
         open_streams: dict[str, int] = {}
         for index, proxy in enumerate(sorted(proxies, key=lambda p: str(p["metadata"]["name"]))):
             ip, uid = _pod_ip(proxy), str(proxy["metadata"]["uid"])
@@ -238,7 +240,7 @@ class Reconciler:
                 if inference_service.pod_ready(proxy):
                     missed.append(f"{proxy['metadata']['name']}: {exc}")
                 continue
-            took += 1
+            took.append(proxy)
             self.configured_proxies.add(uid)
             for name, count in streams.items():
                 open_streams[name] = open_streams.get(name, 0) + count
@@ -252,7 +254,8 @@ class Reconciler:
                 "deleting drained frontend %s/%s; it finishes its %d stream(s) in flight on SIGTERM", ns, name, open_streams.get(name, 0)
             )
             self._ignore(404, self.core.delete_namespaced_pod, name, ns)
-        return WEIGHTS_APPLIED
+        # NB: the address serves only through a Ready replica: one just given its weights is not an endpoint yet.
+        return WEIGHTS_APPLIED if any(inference_service.pod_ready(p) for p in took) else "the traffic proxy is not ready yet"
 
     def _record_step(self, dgd: DynamoGraphDeployment, status: DGDStatus) -> None:
         """An Event per rollout step: whenever phase, counts, weights or draining frontends differ from the last status."""
