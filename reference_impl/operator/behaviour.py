@@ -113,8 +113,8 @@ class Behaviour:
     """Keep ``dgd_pods.PROXY_REPLICAS`` proxy replicas, replacing one that goes; False creates them only while the DGD has
     none, so a lost replica is never replaced (broken)."""
     sync_every_proxy: bool = True
-    """Bring every proxy replica to the plan each reconcile; False configures a replica once, when it first answers, and
-    keeps only the first (by name) up to date (broken: the others serve the weights they started with)."""
+    """Bring every proxy replica to the plan each reconcile; False configures a replica until it has some frontend weighted
+    and keeps only the first (by name) up to date after that (broken: the others serve the weights they started with)."""
     weight_lag_workers: int = 0
     """The spec's set is weighted as if each of its components had this many fewer ready workers: a split lagging the
     ready ratio by that many steps (broken)."""

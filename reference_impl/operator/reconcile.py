@@ -57,7 +57,7 @@ class Reconciler:
     reconciled: set[str] = field(default_factory=set)
     """Uids of the DGDs reconciled since this process started (only the broken ``resume_rollouts=False`` reads it)."""
     configured_proxies: set[str] = field(default_factory=set)
-    """Uids of proxy replicas given weights at least once (only the broken ``sync_every_proxy=False`` reads it)."""
+    """Uids of proxy replicas given some weight at least once (only the broken ``sync_every_proxy=False`` reads it)."""
 
     @property
     def core(self) -> Any:
@@ -241,7 +241,8 @@ class Reconciler:
                     missed.append(f"{proxy['metadata']['name']}: {exc}")
                 continue
             took.append(proxy)
-            self.configured_proxies.add(uid)
+            if any(w > 0 for w in plan.weights.values()):
+                self.configured_proxies.add(uid)
             for name, count in streams.items():
                 open_streams[name] = open_streams.get(name, 0) + count
         if missed:

@@ -28,8 +28,11 @@
 * ``ProxyNotReplaced``: the proxy replicas are made only while the DGD has none (the reference's
   shape when it ran one bare proxy pod), so a replica lost mid-rollout is never replaced and the
   DGD's Service is left with one.
-* ``StaleProxyReplica``: each proxy replica is given the weights once, when it first answers; only the
-  first by name is kept up to date, so the other goes on splitting by the weights it started with.
+* ``StaleProxyReplica``: each proxy replica is given the weights until it has a frontend weighted; only
+  the first by name is kept up to date after that, so the other goes on splitting by the weights it
+  started with (all to the old frontend). Configured "once, when it first answers", it passed in CI75:
+  a replica that first answered before any frontend was ready took no weight, never became Ready,
+  and left the split to the other.
 * ``IgnoresRatio``: each component moves at its own pace (the prefill:decode ratio rule dropped): at
   4:2 the decodes finish first, leaving the old side two prefill and no decode for two steps.
 
