@@ -32,6 +32,12 @@ def _engine_model_folder(args: argparse.Namespace) -> int:
     return 0
 
 
+def _planner_serve(args: argparse.Namespace) -> int:
+    from reference_impl.planner import serve
+
+    return serve.run(args)
+
+
 def _frontend_serve(args: argparse.Namespace) -> int:
     from reference_impl.frontend import serve
 
@@ -139,7 +145,7 @@ def _certify(args: argparse.Namespace) -> int:
     return certify.run(args)
 
 
-POD_PROGRAMS = frozenset({("engine", "serve"), ("frontend", "serve"), ("proxy", "serve")})
+POD_PROGRAMS = frozenset({("engine", "serve"), ("frontend", "serve"), ("proxy", "serve"), ("planner", "serve")})
 """The commands the pods run: ``main`` builds only their parser for them (``pod_program_parser``)."""
 
 
@@ -162,9 +168,13 @@ def pod_program_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_pod_programs(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_pod_programs(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """Adds the pods' programs; returns the ``planner`` command's subcommands (``planner demo`` joins them)."""
     from fakes import serve
     from reference_impl.frontend import serve as frontend_serve
+    from reference_impl.planner import serve as planner_serve
     from reference_impl.traffic_split import haproxy
 
     engine = commands.add_parser("engine", help="fake GPU engines").add_subparsers(dest="action", required=True)
@@ -188,6 +198,12 @@ def _add_pod_programs(commands: argparse._SubParsersAction[argparse.ArgumentPars
     haproxy.add_arguments(proxy_p)
     proxy_p.set_defaults(run=_proxy_serve)
 
+    planner = commands.add_parser("planner", help="the reference planner").add_subparsers(dest="action", required=True)
+    planner_p = planner.add_parser("serve", help="run the reference planner as a DGD component (Kubernetes connector, seed 003)")
+    planner_serve.add_arguments(planner_p)
+    planner_p.set_defaults(run=_planner_serve)
+    return planner
+
 
 def build_parser() -> argparse.ArgumentParser:
     from benchmarks import (
@@ -203,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     from conformance import certify
 
     parser, commands = _root_parser()
-    _add_pod_programs(commands)
+    planner = _add_pod_programs(commands)
 
     bench = commands.add_parser("bench", help="benchmarks (figures, never pass/fail)").add_subparsers(dest="action", required=True)
     bench_engine = bench.add_parser("engine", help="SSE throughput of one engine and RSS of many idle engines")
@@ -243,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster = commands.add_parser("cluster", help="the embedded Kubernetes cluster").add_subparsers(dest="action", required=True)
     cluster_commands.add_commands(cluster)
 
-    _add_load_and_planner(commands, bench)
+    _add_load_and_planner(commands, bench, planner)
 
     from reference_impl.operator import run as operator_run
 
@@ -267,7 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_load_and_planner(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], bench: argparse._SubParsersAction[argparse.ArgumentParser]
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    bench: argparse._SubParsersAction[argparse.ArgumentParser],
+    planner: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> None:
     from benchmarks import planner_calibrate, planner_demo
     from load import runner
@@ -276,7 +294,6 @@ def _add_load_and_planner(
     load_run = load.add_parser("run", help="run a load profile with locust (headless subprocess) and write CSV, JSON and HTML reports")
     runner.add_arguments(load_run)
     load_run.set_defaults(run=_load_run)
-    planner = commands.add_parser("planner", help="the reference planner").add_subparsers(dest="action", required=True)
     demo = planner.add_parser("demo", help="reference frontend + planner + fake engines scaled by the suite's harness; optional load")
     planner_demo.add_arguments(demo)
     demo.set_defaults(run=_planner_demo)

@@ -6,7 +6,8 @@ image holds only what it was built with. The fake engine image runs ``python -m 
 frontend image ``python -m servecert frontend serve`` (ready when ``/health`` answers; with
 ``DYN_DISCOVERY_BACKEND=kubernetes`` in the pod's env it finds the engines through their
 WorkerMetadata objects), the traffic proxy image ``python -m servecert proxy serve`` (HAProxy;
-Ready when HAProxy answers ``/proxy/health``): the fakes never import the suite or the reference implementation, but
+Ready when HAProxy answers ``/proxy/health``), the planner image ``python -m servecert planner serve`` (Ready
+when its loop runs, ``/health``): the fakes never import the suite or the reference implementation, but
 spawning them as subprocesses is only a command line. The keys of
 ``KNOWN_IMAGES`` (image names without tag) are also what the cluster fixture excludes from kwok's
 pod stages, so for these pods the runner alone decides Ready, IPs and termination.
@@ -22,6 +23,8 @@ FAKE_ENGINE_IMAGE = "servecert/fake-engine"
 FRONTEND_IMAGE = "servecert/frontend"
 TRAFFIC_PROXY_IMAGE = "servecert/traffic-proxy"
 """Seed 001 4.3.3's weighted proxy: HAProxy (Debian's) with empty frontend slots and its runtime API."""
+PLANNER_IMAGE = "servecert/planner"
+"""Seed 003's planner as a DGD component: the reference planner with its Kubernetes connector."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,10 @@ def _traffic_proxy(launch: Launch) -> list[str]:
     return [sys.executable, "-m", "servecert", "proxy", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
 
 
+def _planner(launch: Launch) -> list[str]:
+    return [sys.executable, "-m", "servecert", "planner", "serve", *launch.args, "--host", launch.host, "--port", str(launch.port)]
+
+
 KNOWN_IMAGES: dict[str, ImageSpec] = {
     FAKE_ENGINE_IMAGE: ImageSpec(
         image=FAKE_ENGINE_IMAGE,
@@ -87,6 +94,7 @@ KNOWN_IMAGES: dict[str, ImageSpec] = {
     TRAFFIC_PROXY_IMAGE: ImageSpec(
         image=TRAFFIC_PROXY_IMAGE, command=_traffic_proxy, health_path="/proxy/health", entrypoint=("servecert", "proxy", "serve")
     ),
+    PLANNER_IMAGE: ImageSpec(image=PLANNER_IMAGE, command=_planner, entrypoint=("servecert", "planner", "serve")),
 }
 
 

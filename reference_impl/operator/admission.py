@@ -18,7 +18,7 @@ from protocol.kube_objects import DGDComponent, DGDSpec, DynamoGraphDeployment, 
 from reference_impl.operator.behaviour import REFERENCE, Behaviour
 
 FRONTEND = "frontend"
-COMPONENT_TYPES = ("frontend", "prefill", "decode", "worker")
+COMPONENT_TYPES = ("frontend", "prefill", "decode", "worker", "planner")
 ROLE_TYPES = ("router", "prefiller", "decoder", "worker")
 ROUTER_ONLY = ("strategy", "httproute", "endpointPickerConfig")
 

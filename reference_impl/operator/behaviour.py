@@ -7,9 +7,10 @@ module:attribute``, so each conformance test can be shown to fail on exactly the
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from protocol import named_object
 
 
 def seed_task_key(role: str, replica: int) -> str:
@@ -133,10 +134,4 @@ REFERENCE = Behaviour()
 
 def load(spec: str) -> Behaviour:
     """``module:attribute`` naming a ``Behaviour``; a clear error otherwise."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"--behaviour {spec!r} must look like package.module:ATTRIBUTE")
-    found = getattr(importlib.import_module(module_name), attr, None)
-    if not isinstance(found, Behaviour):
-        raise ValueError(f"--behaviour {spec!r} is not a reference_impl.operator.behaviour.Behaviour")
-    return found
+    return named_object.load(spec, "--behaviour", Behaviour)

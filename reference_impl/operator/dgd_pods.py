@@ -19,6 +19,7 @@ each pod gets (seed 000):
   ``DYN_NAMESPACE`` (its revision's dynamo namespace), Kubernetes discovery
   (``DYN_DISCOVERY_BACKEND=kubernetes`` and the pod's name, namespace and uid from the Downward
   API), the owner reference to the DGD (so deleting it removes everything);
+* planner pods (seed 003): ``DYN_PARENT_DGD_K8S_NAME``, the DGD whose replicas the planner patches;
 * frontend pods with ``kvCacheTransferTopology``: the router's level and mismatch policy env;
 * worker pods (prefill, decode, worker) when a frontend sets it: ``DYN_TOPOLOGY_ENABLED=true``,
   the level, and a Downward API volume with one file per ClusterTopology level under
@@ -50,6 +51,9 @@ from reference_impl.operator.topology_injection import CLUSTER_TOPOLOGY_ANNOTATI
 
 FRONTEND = "frontend"
 WORKER_TYPES = frozenset({"prefill", "decode", "worker"})
+PLANNER = "planner"
+ENV_PARENT_DGD = "DYN_PARENT_DGD_K8S_NAME"
+"""Seed 003: the planner "Uses DYN_PARENT_DGD_K8S_NAME to find its parent DGD (injected by operator)"."""
 CONTAINER = "main"
 SPEC_HASH_ANNOTATION = "servecert.io/component-spec"
 WORKERS_REVISION_LABEL = "servecert.io/workers-revision"
@@ -83,6 +87,7 @@ class Images:
     frontend: str = "servecert/frontend"
     worker: str = "servecert/fake-engine"
     proxy: str = "servecert/traffic-proxy"
+    planner: str = "servecert/planner"
 
 
 @dataclass(frozen=True)
@@ -252,6 +257,8 @@ def component_pod(
     annotations: dict[str, str] = {}
     volumes: list[dict[str, Any]] = []
     mounts: list[dict[str, Any]] = []
+    if ctype == PLANNER:
+        env.append(_env(ENV_PARENT_DGD, meta["name"]))
     if topo and ctype == FRONTEND:
         env += [_env(kn.ENV_TRANSFER_LEVEL, topo["level"]), _env(kn.ENV_MISMATCH_POLICY, topo["mismatchPolicy"])]
     if topo and ctype in WORKER_TYPES and levels is not None:
@@ -262,7 +269,7 @@ def component_pod(
         annotations[CLUSTER_TOPOLOGY_ANNOTATION] = str(cluster_topology_name(dgd))
     container: dict[str, Any] = {
         "name": CONTAINER,
-        "image": component.get("image") or (images.frontend if ctype == FRONTEND else images.worker),
+        "image": component.get("image") or {FRONTEND: images.frontend, PLANNER: images.planner}.get(ctype, images.worker),
         **({"command": list(component["command"])} if component.get("command") else {}),
         "args": list(component.get("args") or []),
         "env": _merge_env(list(component.get("env") or []), env),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,17 +176,26 @@ class Reconciler:
         self.reconciled.add(meta["uid"])
         # NB: weights first: they already leave out the workers this step deletes, so no frontend keeps traffic for them.
         proxy_note = self._sync_proxy(dgd, proxies, plan)
-        for manifest in plan.create:
-            self._create_pod(meta["namespace"], manifest)
+        # NB: a scale outside a rollout (a planner moving GPUs from one component to another) frees before it takes, so
+        # the pods never hold more GPUs than the planner's budget; a rollout's step adds first (its surge).
+        creates_first = plan.step is not None
+        if creates_first:
+            self._create_pods(meta["namespace"], plan.create)
         for name in plan.delete:
             log.info("deleting pod %s/%s: %s", meta["namespace"], name, plan.status["reason"])
             self._ignore(404, self.core.delete_namespaced_pod, name, meta["namespace"])
+        if not creates_first:
+            self._create_pods(meta["namespace"], plan.create)
         for pod in existing:  # NB: pod events have no retries; the resync catches an injection that failed
             if levels is not None and set(levels) - set(topology_injection.labelled_domains(pod)):
                 self.inject_topology(pod)
         status = self._dgd_status(dgd, existing, plan, self._proxy_address(dgd), proxy_note)
         self._record_step(dgd, status)
         self._patch_status(kn.DGD_GROUP, kn.DGD_VERSION, kn.DGD_PLURAL, meta, status)
+
+    def _create_pods(self, namespace: str, manifests: Sequence[dict[str, Any]]) -> None:
+        for manifest in manifests:
+            self._create_pod(namespace, manifest)
 
     def _sync_proxy_replicas(self, dgd: DynamoGraphDeployment) -> list[Pod]:
         """The proxy Service, and ``PROXY_REPLICAS`` proxy pods not terminating (new ones made); returns those."""

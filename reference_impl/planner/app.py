@@ -1,5 +1,6 @@
 """The planner's HTTP face (aiohttp): its Prometheus gauges, its recent ticks, its HTML report.
 
+``GET /health`` — 200 while the planner's loop runs (a planner pod's readiness);
 ``GET /metrics`` — the diagnostics registry in Prometheus text format (``dynamo_planner_*``, seed 003's names);
 ``GET /diagnostics?last=N`` — the newest N tick records as JSON; ``GET /report`` — the HTML report
 of every tick kept so far. Served by ``servecert planner demo``; the process environment reads
@@ -24,10 +25,17 @@ MAX_LAST = 10_000
 def create_app(planner: Planner) -> web.Application:
     app = web.Application()
     app[PLANNER] = planner
+    app.router.add_get("/health", health)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/diagnostics", diagnostics)
     app.router.add_get("/report", html_report)
     return app
+
+
+async def health(request: web.Request) -> web.Response:
+    if not request.app[PLANNER].running:
+        return web.Response(status=503, text="the planner's loop is not running")
+    return web.Response(text="ok")
 
 
 async def metrics(request: web.Request) -> web.Response:

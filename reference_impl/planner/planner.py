@@ -149,6 +149,10 @@ class Planner:
         self.started = self._last_tick = time.monotonic()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="planner")
 
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
     async def stop(self) -> None:
         await event_loop.cancel(self._task)
         self._task = None
@@ -176,7 +180,9 @@ class Planner:
             self._feed_perf(prefill, decode)
         current = Targets(len(prefill), len(decode))
         if self.desired is None:
-            self.desired = current
+            # NB: on a cluster the planner starts beside workers still loading: what the DGD asks for is the decision in force.
+            asked = await self.connector.asked()
+            self.desired = current if asked is None else Targets(*asked)
         self.ticks += 1
 
         observed_rps = predicted_rps = None

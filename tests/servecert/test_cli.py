@@ -13,6 +13,7 @@ ARGV = {
     ("engine", "serve"): ["--model", "m", "--role", "decode", "--block-size", "32"],
     ("frontend", "serve"): ["--port", "0"],
     ("proxy", "serve"): [],
+    ("planner", "serve"): ["--ttft-ms", "700", "--mode", "agg"],
 }
 
 

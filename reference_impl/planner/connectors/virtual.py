@@ -51,6 +51,9 @@ class VirtualConnector:
         """The last decision was abandoned: not acknowledged within ``ack_timeout_s``."""
         return self._timed_out and await self._unacknowledged()
 
+    async def asked(self) -> tuple[int, int] | None:
+        return None
+
     async def scale_to(self, prefill: int, decode: int) -> str:
         if await self.in_progress():
             log.info("Previous scaling decision not ready, skipping new decision")

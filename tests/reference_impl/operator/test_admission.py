@@ -174,7 +174,9 @@ def test_dgd_without_transfer_topology_never_consults_the_lookup() -> None:
 def test_unknown_component_type_is_refused() -> None:
     obj = dgd()
     obj["spec"]["components"][1]["type"] = "encoder"
-    assert dgd_errors(obj, FakeTopologies()) == ["spec.components[1].type: 'encoder' is not one of frontend, prefill, decode, worker"]
+    assert dgd_errors(obj, FakeTopologies()) == [
+        "spec.components[1].type: 'encoder' is not one of frontend, prefill, decode, worker, planner"
+    ]
 
 
 # -- admission: InferenceService -----------------------------------------------------------------

@@ -233,6 +233,7 @@ def test_the_planners_kubernetes_connector_scales_a_dgd_through_the_operator(
         kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL, cluster_manifests.dgd("scaled", level=None, prefill=1, decode=1)
     )
     connector = KubernetesConnector(api, namespace, "scaled")
+    assert asyncio.run(connector.validate()) == {"prefill": "prefill", "decode": "decode"}
 
     def counts() -> dict[str, int]:
         pods = core.list_namespaced_pod(namespace, label_selector=f"{kn.DGD_NAME_LABEL}=scaled").items

@@ -131,3 +131,48 @@ async def test_the_planner_serves_its_gauges_ticks_and_report() -> None:
             assert 'dynamo_planner_load_scaling_decisions_total{component="prefill",reason="all_above_sla"} 1.0' in text
             assert (await (await client.get("/diagnostics?last=1")).json())[0]["desired_prefill"] == 2
             assert "data:image/png;base64," in await (await client.get("/report")).text()
+
+
+async def test_a_planner_starting_beside_loading_workers_plans_from_what_the_connector_asks_for() -> None:
+    """On a cluster the planner pod starts with the workers; before the fix it took the 0 + 0 it saw registered as its
+    decision, held on the mismatch for ever, and never scaled (every PLANNER-SCALING case on the cluster)."""
+    import aiohttp
+
+    from reference_impl.planner.planner import Planner, Targets, Worker
+
+    class NoneYet:
+        def workers(self) -> list[Worker]:
+            return []
+
+    class AsksOneAndOne(VirtualConnector):
+        async def asked(self) -> tuple[int, int] | None:
+            return 1, 1
+
+        async def in_progress(self) -> bool:
+            return True  # NB: the operator's ready replicas are behind the DGD's: the guard holds
+
+    async with aiohttp.ClientSession() as session:
+        planner = Planner(PlannerConfig(enable_throughput_scaling=False), NoneYet(), AsksOneAndOne(MemoryDecisionStore(), 60), session)
+        record = await planner.step()
+        await planner.stop()
+    assert planner.desired == Targets(1, 1) and record.action == "observe", (planner.desired, record)
+
+
+async def test_the_planner_serves_health_while_its_loop_runs() -> None:
+    import aiohttp
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from reference_impl.planner import app
+    from reference_impl.planner.planner import Planner, Worker
+
+    class NoWorkers:
+        def workers(self) -> list[Worker]:
+            return []
+
+    async with aiohttp.ClientSession() as session:
+        planner = Planner(PlannerConfig(), NoWorkers(), VirtualConnector(MemoryDecisionStore(), 60), session)
+        async with TestClient(TestServer(app.create_app(planner))) as client:
+            assert (await client.get("/health")).status == 503
+            planner.start()
+            assert (await client.get("/health")).status == 200
+            await planner.stop()
