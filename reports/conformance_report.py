@@ -12,7 +12,9 @@ the run did not show: ``skipped`` (opted out by flag), ``wrong-environment``, a 
 all, and — in core only — ``not-supported``, since every claimant must support the core. In the
 extended section an unsupported feature is not a skip: it is declared in ``unsupportedFeatures``
 and its tests are left out of the statistics (declare unsupported rather than skip, gateway-api
-PR #3651). ``provisional-skipped`` tests count nowhere. A section's result is ``failure`` when a
+PR #3651). ``provisional-skipped`` tests count nowhere, nor do the tests of a feature the run's
+environment cannot judge (``ProfileSpec.elsewhere``; listed under ``judgedElsewhere``, and such a
+core feature is not missing when unsupported). A section's result is ``failure`` when a
 test failed, ``partial`` when none failed but one was skipped (core also: a core feature is
 unsupported, or no core test ran at all), ``success`` otherwise.
 """
@@ -72,6 +74,8 @@ class ProfileSpec:
     name: str
     core: frozenset[str]
     extended: frozenset[str]
+    elsewhere: frozenset[str] = frozenset()
+    """Features this run's environment cannot judge: their tests count nowhere here (``judgedElsewhere``)."""
 
     def covers(self, features: Iterable[str]) -> bool:
         wanted = set(features)
@@ -152,15 +156,21 @@ def _summary(core: Mapping[str, Any], extended: Mapping[str, Any], unsupported_c
 
 def profile_report(profile: ProfileSpec, records: Iterable[CaseRecord], supported: frozenset[str]) -> dict[str, Any]:
     statuses: dict[str, dict[str, str]] = {CORE: {}, EXTENDED: {}}
+    elsewhere: dict[str, list[str]] = {CORE: [], EXTENDED: []}
     for test, cases in _by_test(r for r in records if profile.covers(r.features)).items():
         section = profile.section(cases[0].features)
+        if set(cases[0].features) & profile.elsewhere:
+            elsewhere[section].append(test)
+            continue
         status = test_status(r.status for r in cases)
         if status == NOT_SUPPORTED:
             status = SKIPPED if section == CORE else NOT_SUPPORTED
         statuses[section][test] = status
-    unsupported_core = sorted(profile.core - supported)
+    unsupported_core = sorted(profile.core - supported - profile.elsewhere)
     core = _section(CORE, statuses[CORE], unsupported_core=unsupported_core)
     extended = _section(EXTENDED, statuses[EXTENDED])
+    if profile.elsewhere:
+        core["judgedElsewhere"], extended["judgedElsewhere"] = sorted(elsewhere[CORE]), sorted(elsewhere[EXTENDED])
     extended["supportedFeatures"] = sorted(profile.extended & supported)
     extended["unsupportedFeatures"] = sorted(profile.extended - supported)
     return {"name": profile.name, "summary": _summary(core, extended, unsupported_core), "core": core, "extended": extended}

@@ -96,6 +96,12 @@ REFERENCE_CODE: dict[str, tuple[str, ...]] = {
         "reference_impl/planner/planner.py",
         "reference_impl/planner/throughput_scaling.py",
     ),
+    "PlannerScalesItsOwnDgdByType": (
+        "reference_impl/planner/connectors/kubernetes.py",
+        "reference_impl/planner/serve.py",
+        "reference_impl/operator/dgd_pods.py",
+    ),
+    "PlannerValidatesItsDgdAtStartUp": ("reference_impl/planner/connectors/kubernetes.py", "reference_impl/planner/serve.py"),
     "PlannerScalingStepReachesSla": (
         "reference_impl/planner/load_scaling.py",
         "reference_impl/planner/estimate.py",

@@ -27,6 +27,7 @@ KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT: Final = "KVTransferTopologyPreferredWeigh
 KV_TRANSFER_TOPOLOGY_LATENCY: Final = "KVTransferTopologyLatency"
 # Core of PLANNER-SCALING
 PLANNER_VIRTUAL_CONNECTOR: Final = "PlannerVirtualConnector"
+PLANNER_KUBERNETES_CONNECTOR: Final = "PlannerKubernetesConnector"
 PLANNER_LOAD_BASED_SCALING: Final = "PlannerLoadBasedScaling"
 PLANNER_SCALING_BOUNDS: Final = "PlannerScalingBounds"
 PLANNER_STABILITY: Final = "PlannerStability"
@@ -127,6 +128,11 @@ for _feature in (
     Feature(
         PLANNER_VIRTUAL_CONNECTOR,
         "The planner writes prefill/decode counts with a decision id and issues no new decision before scaled_decision_id acknowledges it.",
+    ),
+    Feature(
+        PLANNER_KUBERNETES_CONNECTOR,
+        "On a cluster the planner is a DGD component: it scales the DGD named by DYN_PARENT_DGD_K8S_NAME, finding its prefill "
+        "and decode components by type, by patching their replicas for the operator to carry out.",
     ),
     Feature(
         PLANNER_LOAD_BASED_SCALING,

@@ -2,14 +2,18 @@
 
 A profile (gateway-api ``ConformanceProfile``, GEP-1709) says which features every claimant
 must pass (``core``) and which it may claim one by one (``extended``), and in which
-environments its tests can run. The runner collects a test for a profile when all of the test's
+environments its tests can run. A feature that only one environment can show (``judged_in``:
+PLANNER-SCALING's connectors, the Virtual one in process, the Kubernetes one on a cluster) is
+judged there alone: elsewhere its tests count nowhere and the report lists them as judged
+elsewhere, rather than as skips that would leave every run partial. The runner collects a test for a profile when all of the test's
 features belong to the profile; the report gives each profile a core and an extended result.
 Downstream suites may ``register`` profiles of their own (from a pytest plugin loaded with ``-p``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from conformance.suite import features
 
@@ -20,12 +24,21 @@ class Profile:
     core: frozenset[str]
     extended: frozenset[str]
     environments: frozenset[str]
+    judged_in: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Feature -> the environments that can judge it (a feature not named: every environment of the profile)."""
 
     def __post_init__(self) -> None:
         both = self.core & self.extended
         if both:
             raise ValueError(f"profile {self.name}: features both core and extended: {', '.join(sorted(both))}")
         features.check_known(self.core | self.extended, what=f"profile {self.name}")
+        stray = {f: envs - self.environments for f, envs in self.judged_in.items() if f not in self.features or envs - self.environments}
+        if stray:
+            raise ValueError(f"profile {self.name}: judged_in names features or environments it does not have: {stray}")
+
+    def judged_elsewhere(self, environment: str) -> frozenset[str]:
+        """The profile's features that ``environment`` cannot judge."""
+        return frozenset(f for f, envs in self.judged_in.items() if environment not in envs)
 
     @property
     def features(self) -> frozenset[str]:
@@ -75,6 +88,8 @@ PLANNER_SCALING = Profile(
     core=frozenset(
         {
             features.PLANNER_VIRTUAL_CONNECTOR,
+            # NB: core, as seed 003's Connector Design gives the planner its KubernetesConnector for a DGD; judged on a cluster.
+            features.PLANNER_KUBERNETES_CONNECTOR,
             features.PLANNER_LOAD_BASED_SCALING,
             features.PLANNER_SCALING_BOUNDS,
             features.PLANNER_STABILITY,
@@ -84,8 +99,15 @@ PLANNER_SCALING = Profile(
         }
     ),
     extended=frozenset(),
-    # NB: the cluster environment needs the Kubernetes connector and the reference operator (not built yet).
-    environments=frozenset({"process"}),
+    # NB: on a cluster the implementation's planner runs as a DGD component and scales the DGD through its operator
+    # (seed 003's KubernetesConnector); the tests of the Virtual connector's acknowledgements run in process only.
+    environments=frozenset({"process", "cluster"}),
+    # NB: the Virtual connector is the process environment's (the suite plays the external system); the Kubernetes one
+    # needs an operator and an API server.
+    judged_in={
+        features.PLANNER_VIRTUAL_CONNECTOR: frozenset({"process"}),
+        features.PLANNER_KUBERNETES_CONNECTOR: frozenset({"cluster"}),
+    },
 )
 
 OPERATOR_TOPOLOGY = Profile(

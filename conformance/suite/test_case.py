@@ -208,6 +208,12 @@ class TestContext:
             return deployed
         t = self.timeouts
         probe = cluster_deploy.routing_probe(self.implementation)
+        if spec.planner is not None:  # NB: the implementation's planner scales this one, through its operator
+            from fixtures import cluster_planned
+
+            planned = cluster_planned.PlannedClusterDeployment(env, spec, self.implementation, t.pods_ready_s, probe)
+            self.add_cleanup(planned.close)
+            return await planned.start()
         deployment = cluster_deploy.ClusterDeployment(env, spec, t.pods_ready_s, t.cluster_routing_grace_s, probe)
         self.add_cleanup(deployment.close)  # NB: before start(): a DGD that never became ready is removed too
         return await deployment.start()

@@ -387,6 +387,15 @@ class Timeouts:
         bound=0.95,
         kind=MINIMUM,
     )
+    planner_validation_s: float = _setting(
+        10.0,
+        "s",
+        "PlannerValidatesItsDgdAtStartUp: once the planner's container has started on a DGD it must refuse, how long the "
+        "suite watches it neither turn Ready nor change the DGD. Longer is stricter. Conformant bound: at least 10 s.",
+        concern="planner",
+        bound=10.0,
+        kind=MINIMUM,
+    )
     planner_interval_jitter: float = _setting(
         0.25,
         "fraction",

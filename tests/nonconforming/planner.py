@@ -4,20 +4,23 @@ The suite must fail every one of them (``tests/certify/test_planner_scaling.py``
 each names the rule it breaks and the conformance test expected to catch it. The breaks are made
 through the reference adapter's hooks: ``planner_config_hook`` edits the planner's settings,
 ``planner_hook`` swaps its load rule (``Planner.decide_load``, or ``Planner.decide_aggregated`` in
-aggregated mode).
+aggregated mode); on a cluster ``planner_serve_hooks`` names the planner pod's ``Hooks``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 from fixtures.reference.adapter import ReferenceImplementation
 from reference_impl.planner import load_scaling
-from reference_impl.planner.config import PlannerConfig
+from reference_impl.planner.config import AGG, PlannerConfig
+from reference_impl.planner.connectors.kubernetes import Components, DeploymentShapeError
 from reference_impl.planner.load_scaling import LoadProposal
 from reference_impl.planner.planner import Planner
 from reference_impl.planner.reconcile import Targets, reconcile
+from reference_impl.planner.serve import Hooks
 from reference_impl.planner.traffic import TrafficSample
 
 
@@ -314,3 +317,51 @@ def IgnoresAcceptLength() -> ReferenceImplementation:
     """Never reads speculative decoding's accept length: sizes decode for one token a step.
     Caught by PlannerScalingFloorFromPerfModel[speculative]."""
     return ReferenceImplementation(planner_hook=_never_reads("accept_length"))
+
+
+# -- on a cluster: the planner pod's choices (``reference_impl.planner.serve.Hooks``, given as ``--hooks``) --------------
+
+
+def _by_legacy_names(components: Sequence[Mapping[str, Any]], mode: str) -> Components:
+    # Broken: the components are found by their legacy names only, never by type.
+    names = [str(c.get("name")) for c in components]
+    roles = ("decode",) if mode == AGG else ("prefill", "decode")
+    missing = [role for role in roles if role not in names]
+    if missing:
+        raise DeploymentShapeError(f"no component named {missing}; components: {names}")
+    return {role: names.index(role) for role in roles}
+
+
+def _first_dgd_of_namespace(api: Any, namespace: str, name: str) -> str:
+    from kubernetes import client
+
+    from protocol import kube_names as kn
+
+    listed = client.CustomObjectsApi(api).list_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL)
+    # Broken: DYN_PARENT_DGD_K8S_NAME is not read; the namespace's first DGD is taken for the planner's own.
+    return str(sorted(item["metadata"]["name"] for item in listed["items"])[0])
+
+
+BY_LEGACY_NAMES = Hooks(resolve=_by_legacy_names)
+FIRST_DGD_OF_NAMESPACE = Hooks(parent_dgd=_first_dgd_of_namespace)
+
+
+def ScalesComponentsByName() -> ReferenceImplementation:
+    """On a cluster, scales the components named prefill and decode, whatever their type. Caught by
+    PlannerScalesItsOwnDgdByType: it scales the suite's decoys."""
+    return ReferenceImplementation(planner_serve_hooks=f"{__name__}:BY_LEGACY_NAMES")
+
+
+def ScalesFirstDgdOfNamespace() -> ReferenceImplementation:
+    """On a cluster, scales the namespace's first DGD, not the one in DYN_PARENT_DGD_K8S_NAME. Caught by
+    PlannerScalesItsOwnDgdByType: it scales the bystander."""
+    return ReferenceImplementation(planner_serve_hooks=f"{__name__}:FIRST_DGD_OF_NAMESPACE")
+
+
+SKIPS_MODEL_CHECK = Hooks(check_models=False)
+
+
+def SkipsModelCheck() -> ReferenceImplementation:
+    """On a cluster, starts on a DGD whose prefill and decode components serve different models (it still needs both).
+    Caught by PlannerValidatesItsDgdAtStartUp[model-mismatch]."""
+    return ReferenceImplementation(planner_serve_hooks=f"{__name__}:SKIPS_MODEL_CHECK")

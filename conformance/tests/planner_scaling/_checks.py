@@ -6,7 +6,10 @@ engine), or a Mooncake trace. ``run`` deploys one prefill and one decode worker 
 on the Virtual connector, starts the suite's ``ScalingHarness`` as the external system (new
 workers load their model for ``planner_engine_startup_s``), sends the scenario's requests with
 the suite's open-loop generator, and returns a ``ScenarioRun``: every request as the client saw
-it and every engine as the harness started, served with and stopped it. All times in a
+it and every engine as the harness started, served with and stopped it. On a cluster the
+implementation's planner scales its DGD itself (``fixtures.cluster_planned``; every worker loads
+for the start-up time) and the engines' record is the suite's watch of their pods
+(``_cluster.PodScaling``); the checks read both alike. All times in a
 ``ScenarioRun`` are simulated seconds since the scenario started.
 """
 
@@ -22,9 +25,11 @@ import aiohttp
 
 from conformance.suite.test_case import TestContext
 from conformance.suite.timeouts import Timeouts
+from conformance.tests.planner_scaling._cluster import PodScaling
 from fixtures import cpu_priority, gc_deferral, load_generator
 from fixtures import planner_calibration as cal
-from fixtures.adapter import AGG, DISAGG, DeploymentSpec, PlannedDeployment, PlannerSpec, WorkerSpec
+from fixtures.adapter import AGG, DISAGG, Deployment, DeploymentSpec, PlannedDeployment, PlannerSpec, WorkerSpec
+from fixtures.cluster_env import ClusterEnvironment
 from fixtures.loop_lag import LoopLag
 from fixtures.planner_harness import AGG_ROLE, COMPONENTS, ScalingHarness, count_at
 from load.shapes import Shape
@@ -110,15 +115,15 @@ def worker(role: str, startup_s: float = 0.0, accept_length: float = 1.0) -> Wor
 
 
 def deployment_spec(
-    t: Timeouts, planner: PlannerSpec, prefill: int = 1, decode: int = 1, accept_length: float = 1.0
+    t: Timeouts, planner: PlannerSpec, prefill: int = 1, decode: int = 1, accept_length: float = 1.0, startup_s: float = 0.0
 ) -> DeploymentSpec:
     """``prefill`` + ``decode`` workers; in aggregated mode ``decode`` aggregated workers and no prefill."""
     if planner.mode == AGG:
-        workers: tuple[WorkerSpec, ...] = tuple(worker(AGG_ROLE, accept_length=accept_length) for _ in range(decode))
+        workers: tuple[WorkerSpec, ...] = tuple(worker(AGG_ROLE, startup_s, accept_length) for _ in range(decode))
     else:
         workers = (
-            *(worker("prefill") for _ in range(prefill)),
-            *(worker("decode", accept_length=accept_length) for _ in range(decode)),
+            *(worker("prefill", startup_s) for _ in range(prefill)),
+            *(worker("decode", startup_s, accept_length) for _ in range(decode)),
         )
     return DeploymentSpec(model=cal.MODEL, workers=workers, time_scale=t.planner_time_scale, timing=cal.TIMING, planner=planner)
 
@@ -129,7 +134,7 @@ class ScenarioRun:
     timeouts: Timeouts
     planner: PlannerSpec
     results: list[load_generator.Result]
-    harness: ScalingHarness
+    harness: ScalingHarness | PodScaling
     end_s: float
     log: list[str] = field(default_factory=list)
     machine: str = ""  # how the machine treated the scenario: CPU priority and event-loop lag
@@ -264,20 +269,27 @@ async def run(
     )
     if tweak is not None:
         spec = tweak(spec)
-    deployment = await ctx.deploy(deployment_spec(t, spec, prefill, decode, scenario.spec_accept_length))
-    if not isinstance(deployment, PlannedDeployment) or getattr(deployment, "decisions", None) is None:
-        raise AssertionError(
-            f"{ctx.name}: the deployment has no 'decisions' store; a planner on the Virtual connector must expose its "
-            "DecisionStore (protocol.planner_decisions) as Deployment.decisions"
+    gpus = {"prefill": spec.prefill_engine_num_gpu, "decode": spec.decode_engine_num_gpu}
+    if isinstance(ctx.env, ClusterEnvironment):
+        # NB: on a cluster every worker, those the planner adds too, loads its model for the start-up time.
+        deployment = await ctx.deploy(deployment_spec(t, spec, prefill, decode, scenario.spec_accept_length, t.planner_engine_startup_s))
+        if ack_delay_s or not acknowledge:
+            raise AssertionError(f"{ctx.name}: acknowledgements are the Virtual connector's; run this case with --env process")
+        harness: ScalingHarness | PodScaling = PodScaling(ctx.env, str(getattr(deployment, "name", "")), gpus)
+    else:
+        deployment = await ctx.deploy(deployment_spec(t, spec, prefill, decode, scenario.spec_accept_length))
+        if not isinstance(deployment, PlannedDeployment) or getattr(deployment, "decisions", None) is None:
+            raise AssertionError(
+                f"{ctx.name}: the deployment has no 'decisions' store; a planner on the Virtual connector must expose its "
+                "DecisionStore (protocol.planner_decisions) as Deployment.decisions"
+            )
+        templates = {
+            c: worker(scenario.role_of(c), t.planner_engine_startup_s, scenario.spec_accept_length) for c in scenario.components
+        }
+        harness = ScalingHarness(
+            deployment, templates, gpus, t0=time.monotonic(), ack_delay_s=ack_delay_s / t.planner_time_scale, acknowledge=acknowledge
         )
     arrivals = scenario.arrivals(t.planner_time_scale)
-    templates = {
-        c: worker(scenario.role_of(c), t.planner_engine_startup_s, scenario.spec_accept_length) for c in scenario.components
-    }
-    gpus = {"prefill": spec.prefill_engine_num_gpu, "decode": spec.decode_engine_num_gpu}
-    harness = ScalingHarness(
-        deployment, templates, gpus, t0=time.monotonic(), ack_delay_s=ack_delay_s / t.planner_time_scale, acknowledge=acknowledge
-    )
     lag = LoopLag()
     with cpu_priority.raised() as priority, gc_deferral.deferred():
         lag.start(scenario.duration_s / t.planner_time_scale + t.request_s)
@@ -294,7 +306,7 @@ async def run(
 
 
 async def _drive(
-    ctx: TestContext, deployment: PlannedDeployment, harness: ScalingHarness, scenario: Scenario,
+    ctx: TestContext, deployment: Deployment, harness: ScalingHarness | PodScaling, scenario: Scenario,
     arrivals: list[load_generator.Arrival],
 ) -> tuple[list[load_generator.Result], float]:
     """Start the harness, send every arrival, wait out the scenario, stop the harness: the client's results and the

@@ -58,8 +58,8 @@ async def check(ctx: TestContext) -> None:
 TEST = ConformanceTest(
     short_name="PlannerScalingAggregatedLoadRules",
     description="In aggregated mode the one worker set scales up on TTFT or on ITL, and down only when both allow it.",
-    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_LOAD_BASED_SCALING),
-    environments=frozenset({"process"}),
+    features=(features.PLANNER_LOAD_BASED_SCALING,),
+    environments=frozenset({"process", "cluster"}),
     cases=tuple(Case(name, {"scenario": name}) for name in SCENARIOS),
     slow=True,
     check=check,

@@ -104,8 +104,8 @@ async def check(ctx: TestContext) -> None:
 TEST = ConformanceTest(
     short_name="PlannerScalingFloorFromPerfModel",
     description="With a pre-deployment profile the suite wrote, workers never fall below the floor it implies at the SLA.",
-    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_SCALING_BOUNDS),
-    environments=frozenset({"process"}),
+    features=(features.PLANNER_SCALING_BOUNDS,),
+    environments=frozenset({"process", "cluster"}),
     cases=tuple(Case(name, {"case": name}) for name in CASES),
     slow=True,
     check=check,

@@ -36,8 +36,8 @@ async def check(ctx: TestContext) -> None:
 TEST = ConformanceTest(
     short_name="PlannerScalingGpuBudgetNeverExceeded",
     description="Prefill (2 GPUs each) and decode (4 GPUs each) workers together never hold more GPUs than max_gpu_budget.",
-    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_SCALING_BOUNDS),
-    environments=frozenset({"process"}),
+    features=(features.PLANNER_SCALING_BOUNDS,),
+    environments=frozenset({"process", "cluster"}),
     slow=True,
     check=check,
     seed=SeedRef(

@@ -57,8 +57,8 @@ async def check(ctx: TestContext) -> None:
 TEST = ConformanceTest(
     short_name="PlannerScalingLoadRulesPerComponent",
     description="With throughput scaling off, decode scales on ITL and prefill on TTFT, each to what its load needs and no further.",
-    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_LOAD_BASED_SCALING),
-    environments=frozenset({"process"}),
+    features=(features.PLANNER_LOAD_BASED_SCALING,),
+    environments=frozenset({"process", "cluster"}),
     cases=tuple(Case(name, {"scenario": name}) for name in SCENARIOS),
     slow=True,
     check=check,

@@ -40,8 +40,8 @@ async def check(ctx: TestContext) -> None:
 TEST = ConformanceTest(
     short_name="PlannerScalingNeverBelowFloor",
     description="Worker counts never fall below min_endpoint (1, 2 and 3), nor below the floor that steady load needs.",
-    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_SCALING_BOUNDS),
-    environments=frozenset({"process"}),
+    features=(features.PLANNER_SCALING_BOUNDS,),
+    environments=frozenset({"process", "cluster"}),
     cases=tuple(Case(name, {"case": name}) for name in MIN_ENDPOINT),
     slow=True,
     check=check,

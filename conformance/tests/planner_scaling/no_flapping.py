@@ -23,8 +23,8 @@ async def check(ctx: TestContext) -> None:
 TEST = ConformanceTest(
     short_name="PlannerScalingNoFlapping",
     description="Under steady load the scaling direction changes at most once in ten load intervals.",
-    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_STABILITY),
-    environments=frozenset({"process"}),
+    features=(features.PLANNER_STABILITY,),
+    environments=frozenset({"process", "cluster"}),
     slow=True,
     check=check,
     seed=SeedRef(

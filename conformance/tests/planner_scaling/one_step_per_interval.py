@@ -47,8 +47,8 @@ async def check(ctx: TestContext) -> None:
 TEST = ConformanceTest(
     short_name="PlannerScalingOneStepPerInterval",
     description="Each component changes by at most one worker per load interval, however far the load rises or falls.",
-    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_LOAD_BASED_SCALING),
-    environments=frozenset({"process"}),
+    features=(features.PLANNER_LOAD_BASED_SCALING,),
+    environments=frozenset({"process", "cluster"}),
     cases=tuple(Case(name, {"scenario": name}) for name in SCENARIOS),
     slow=True,
     check=check,

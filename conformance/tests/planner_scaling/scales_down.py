@@ -41,8 +41,8 @@ async def check(ctx: TestContext) -> None:
 TEST = ConformanceTest(
     short_name="PlannerScalingScalesDownAfterLoadFalls",
     description="When load falls, the planner removes the extra workers within the stated number of intervals.",
-    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_STABILITY),
-    environments=frozenset({"process"}),
+    features=(features.PLANNER_STABILITY,),
+    environments=frozenset({"process", "cluster"}),
     cases=tuple(Case(name, {"loops": name}) for name in CASES),
     slow=True,
     check=check,

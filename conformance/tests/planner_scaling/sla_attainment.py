@@ -26,8 +26,8 @@ async def check(ctx: TestContext) -> None:
 TEST = ConformanceTest(
     short_name="PlannerScalingMeetsSlaAfterSettling",
     description="Under burst, diurnal and trace-replay traffic, at least 95% of requests meet the SLA outside the scaling allowance.",
-    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_SLA_ATTAINMENT),
-    environments=frozenset({"process"}),
+    features=(features.PLANNER_SLA_ATTAINMENT,),
+    environments=frozenset({"process", "cluster"}),
     cases=tuple(Case(name, {"scenario": name}) for name in SCENARIOS),
     slow=True,
     check=check,

@@ -23,8 +23,8 @@ async def check(ctx: TestContext) -> None:
 TEST = ConformanceTest(
     short_name="PlannerScalingStepReachesSla",
     description="After a x4 load step, at least 95% of requests meet the TTFT and ITL SLAs once the stated scaling allowance passed.",
-    features=(features.PLANNER_VIRTUAL_CONNECTOR, features.PLANNER_LOAD_BASED_SCALING),
-    environments=frozenset({"process"}),
+    features=(features.PLANNER_LOAD_BASED_SCALING,),
+    environments=frozenset({"process", "cluster"}),
     slow=True,
     check=check,
     seed=SeedRef(

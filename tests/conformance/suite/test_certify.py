@@ -61,14 +61,14 @@ def test_a_core_skip_also_means_exit_status_1(tmp_path: Path) -> None:
             "GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROLLOUT-ISOLATION, ROUTER-TOPOLOGY",
         ),
         (
-            ["--env=cluster", "--profile=PLANNER-SCALING"],
-            "profile PLANNER-SCALING does not run in the cluster environment (it runs in: process)",
+            ["--env=process", "--profile=OPERATOR-TOPOLOGY"],
+            "profile OPERATOR-TOPOLOGY does not run in the process environment (it runs in: cluster)",
         ),
         (["--timeout=nap_s=1"], "--timeout: unknown timeout key(s) nap_s; known keys: deploy_ready_s"),
         (["--exempt-features=Nope"], "--exempt-features: unknown feature(s) Nope; known features:"),
         (["--workers=0"], "--workers must be at least 1"),
     ],
-    ids=["unknown-profile", "cluster", "unknown-timeout", "unknown-feature", "no-workers"],
+    ids=["unknown-profile", "cluster-only-profile", "unknown-timeout", "unknown-feature", "no-workers"],
 )
 def test_bad_input_is_one_line_on_stderr_and_exit_status_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str

@@ -98,15 +98,15 @@ def test_the_collector_module_without_an_implementation_says_what_is_missing(pyt
             "GANG-SCHEDULING, INFERENCESERVICE-API, OPERATOR-TOPOLOGY, PLANNER-SCALING, ROLLOUT-ISOLATION, ROUTER-TOPOLOGY*",
         ),
         (
-            ["--implementation=tests.conformance.suite.sample_adapter:FULL", "--env=cluster", "--profile=PLANNER-SCALING"],
-            "ERROR: profile PLANNER-SCALING does not run in the cluster environment*",
+            ["--implementation=tests.conformance.suite.sample_adapter:FULL", "--env=process", "--profile=OPERATOR-TOPOLOGY"],
+            "ERROR: profile OPERATOR-TOPOLOGY does not run in the process environment*",
         ),
         (
             ["--implementation=tests.conformance.suite.sample_adapter:FULL", "--timeout-override=nap_s=1"],
             "ERROR: --timeout-override: unknown timeout key*",
         ),
     ],
-    ids=["unloadable-module", "unregistered-name", "unknown-profile", "cluster", "unknown-timeout"],
+    ids=["unloadable-module", "unregistered-name", "unknown-profile", "cluster-only-profile", "unknown-timeout"],
 )
 def test_bad_options_are_usage_errors_naming_what_exists(pytester: pytest.Pytester, args: list[str], message: str) -> None:
     result = pytester.runpytest(*suite_helpers.INNER, "-p", "no:asyncio", *args)

@@ -141,3 +141,24 @@ def test_the_summary_page_shows_every_case_with_its_verdict_and_message(tmp_path
     assert '<span class="failed">failed</span>' in page and "failed!" in page
     assert "Odd&lt;&amp;&gt;" in page and "Odd<&>" not in page
     assert "http://" not in page.replace("https://acme.invalid", "")  # no external assets
+
+
+def test_a_feature_judged_in_another_environment_counts_nowhere_and_is_listed() -> None:
+    """PLANNER-SCALING's connectors: the Virtual one in process, the Kubernetes one on a cluster. Counted as skips they would
+    leave every run partial; left out, the report still says which tests another environment judges."""
+    spec = cr.ProfileSpec("SAMPLE", core=frozenset({CORE_A, CORE_B}), extended=frozenset({EXT_A}), elsewhere=frozenset({CORE_B}))
+    records = [
+        cr.CaseRecord("TestA", "default", cr.PASSED, (CORE_A,)),
+        cr.CaseRecord("TestB", "default", cr.SKIPPED, (CORE_B,)),
+    ]
+    report = cr.profile_report(spec, records, supported=frozenset({CORE_A}))
+    assert report["core"]["result"] == cr.SUCCESS, report
+    assert report["core"]["statistics"] == {"passed": 1, "failed": 0, "skipped": 0}
+    assert report["core"]["judgedElsewhere"] == ["TestB"]
+    assert "not supported" not in report["summary"], "a core feature judged elsewhere is not missing here"
+
+
+def test_a_skip_of_a_feature_this_environment_judges_still_makes_it_partial() -> None:
+    spec = cr.ProfileSpec("SAMPLE", core=frozenset({CORE_A, CORE_B}), extended=frozenset({EXT_A}), elsewhere=frozenset({CORE_B}))
+    records = [cr.CaseRecord("TestA", "default", cr.SKIPPED, (CORE_A,)), cr.CaseRecord("TestB", "default", cr.PASSED, (CORE_B,))]
+    assert cr.profile_report(spec, records, supported=frozenset({CORE_A, CORE_B}))["core"]["result"] == cr.PARTIAL

@@ -1,0 +1,110 @@
+"""On a cluster the planner scales its own DGD's prefill and decode components, found by type, and nothing else.
+
+Seed 003's KubernetesConnector "Directly PATCHes the DGD resource to update replica counts", "Uses
+DYN_PARENT_DGD_K8S_NAME to find its parent DGD (injected by operator)" and "Resolves services by
+subComponentType field (prefill/decode), with fallback to legacy component names". The scenario is
+the x4 step, which needs more workers of both components. Two shortcuts would scale something:
+
+* the DGD's worker components are named ``ctx`` (type prefill) and ``gen`` (type decode), and
+  beside them sit two decoys at 0 replicas, aggregated sets named ``prefill`` and ``decode``
+  (``fixtures.cluster_planned``): a planner going by names scales the decoys;
+* the namespace holds a second DGD, ``a-bystander`` (listed first), of the same shape at 0
+  replicas and with no planner: a planner that takes the namespace's first DGD, not the one
+  named in ``DYN_PARENT_DGD_K8S_NAME``, scales it.
+
+Judged from the API server: the pods of ``ctx`` and ``gen`` (the suite's watch) each gained a
+serving worker after the step; at the end the decoys still ask for 0 replicas and never had a pod;
+the bystander's spec was never changed (its ``metadata.generation`` is still 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from conformance.suite import features
+from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
+from conformance.tests.planner_scaling import _checks as planner_checks
+from conformance.tests.planner_scaling import _scenarios as planner_scenarios
+from conformance.tests.planner_scaling._cluster import PodScaling
+from fixtures import planner_calibration
+from fixtures.cluster import kube
+from fixtures.cluster_env import ClusterEnvironment
+from fixtures.cluster_planned import DECODE_COMPONENT, DECOYS, PREFILL_COMPONENT
+from fixtures.planner_harness import COMPONENTS
+from protocol import kube_names as kn
+
+BYSTANDER = "a-bystander"
+"""Sorts before the suite's ``planned-<n>``: the namespace's first DGD."""
+
+
+def bystander() -> dict[str, Any]:
+    def component(name: str, role: str) -> dict[str, Any]:
+        args = ["--model", planner_calibration.MODEL, "--role", role]
+        return {"name": name, "type": role, "replicas": 0, "image": "servecert/fake-engine", "args": args}
+
+    components = [component(PREFILL_COMPONENT, "prefill"), component(DECODE_COMPONENT, "decode")]
+    return {"apiVersion": f"{kn.DGD_GROUP}/{kn.DGD_VERSION}", "kind": kn.DGD_KIND, "metadata": {"name": BYSTANDER},
+            "spec": {"components": components}}  # fmt: skip
+
+
+async def check(ctx: TestContext) -> None:
+    env = ctx.env
+    if not isinstance(env, ClusterEnvironment):
+        raise TypeError(f"{ctx.name} runs on a cluster, not in {env.name!r}")
+    await asyncio.to_thread(kube.create_object, env.api, kube.DGD, env.namespace, bystander())
+    run = await planner_checks.run(ctx, planner_scenarios.STEP_X4)
+    assert isinstance(run.harness, PodScaling)
+    own = await asyncio.to_thread(kube.get_dgd, env.api, env.namespace, run.harness.dgd)
+    other = await asyncio.to_thread(kube.get_dgd, env.api, env.namespace, BYSTANDER)
+    assert own is not None and other is not None, f"{ctx.name}: a DGD is gone before the check read it"
+    bystander_must_be_untouched(other, run.summary())
+    decoys_must_stay_at_zero(own, env, run.summary())
+    for component in COMPONENTS:
+        peak = max((n for t, n in run.ready(component) if t >= planner_scenarios.STEP_AT), default=0)
+        assert peak >= 2, (
+            f"{component}: the planner's own DGD never served more than {peak} {component} worker(s) after the x4 step at "
+            f"t={planner_scenarios.STEP_AT:g} s (the step needs more of both); it must scale its own DGD's components, found "
+            f"by type; {run.summary()}"
+        )
+
+
+def bystander_must_be_untouched(dgd: Mapping[str, Any], summary: str) -> None:
+    meta = dgd["metadata"]
+    replicas = {c["name"]: c.get("replicas") for c in dgd["spec"]["components"]}
+    assert meta.get("generation") == 1, (
+        f"DGD {BYSTANDER} (no planner of its own, listed first in the namespace) was changed: generation "
+        f"{meta.get('generation')}, replicas {replicas}; the planner must scale only the DGD named by DYN_PARENT_DGD_K8S_NAME; "
+        f"{summary}"
+    )
+
+
+def decoys_must_stay_at_zero(dgd: Mapping[str, Any], env: ClusterEnvironment, summary: str) -> None:
+    replicas = {c["name"]: c.get("replicas", 1) for c in dgd["spec"]["components"]}
+    pods = kube.list_pods(env.api, env.namespace, f"{kn.DGD_NAME_LABEL}={dgd['metadata']['name']}")
+    decoy_pods = [p["metadata"]["name"] for p in pods if (p["metadata"].get("labels") or {}).get(kn.COMPONENT_LABEL) in DECOYS]
+    scaled = {name: replicas.get(name) for name in DECOYS if replicas.get(name) != 0}
+    assert not scaled and not decoy_pods, (
+        f"the components named {list(DECOYS)} (type worker, 0 replicas) were scaled: replicas {scaled}, pods {decoy_pods}; "
+        f"seed 003 resolves the prefill and decode components by type ({PREFILL_COMPONENT!r}, {DECODE_COMPONENT!r} here), "
+        f"names being only the fallback; {summary}"
+    )
+
+
+TEST = ConformanceTest(
+    short_name="PlannerScalesItsOwnDgdByType",
+    description="On a cluster the planner scales the prefill and decode components, found by type, of the DGD named in "
+    "DYN_PARENT_DGD_K8S_NAME: not same-named components of another type, not another DGD of the namespace.",
+    features=(features.PLANNER_KUBERNETES_CONNECTOR, features.PLANNER_LOAD_BASED_SCALING),
+    environments=frozenset({"cluster"}),
+    slow=True,
+    check=check,
+    seed=SeedRef(
+        "003",
+        "Connector Design",
+        "subComponentTypefield (prefill/decode), with fallback to legacy component names",
+        note="The same design list: the planner 'Uses DYN_PARENT_DGD_K8S_NAME to find its parent DGD (injected by operator)'. "
+        "The decoys and the bystander DGD are the suite's cases.",
+    ),
+)

@@ -1,0 +1,75 @@
+"""`servecert certify --profile PLANNER-SCALING --env cluster`: the reference planner scales its DGD; broken ones are failed.
+
+On a cluster the planner runs as the DGD's planner component and patches its replicas through the
+Kubernetes connector; the operator makes the pods (``fixtures.cluster_planned``). Runs as a vendor
+would, in a subprocess joining this session's embedded cluster by name, one case at a time:
+
+* the reference, on the connector's two tests, the x4 step's SLA test and the GPU budget (the
+  whole profile on the cluster is ``make certify``'s: about 9 minutes one case at a time);
+* each broken planner pod (``tests/nonconforming/planner.py``, a ``Hooks`` of
+  ``servecert planner serve``) on the test of its rule: one scales the components named prefill
+  and decode whatever their type, one scales the namespace's first DGD, one starts on a graph
+  whose components serve different models.
+
+Timing-bound (the SLA and the step's allowance are judged in simulated time), so these run in
+make test's second phase, apart from the other tests (``-m timing`` in tox.ini).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures.cluster.backends import Cluster
+from tests.certify.run import certify as certify_subprocess
+from tests.certify.run import profile_of
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timing]
+PROFILE = "PLANNER-SCALING"
+OWN_DGD = "PlannerScalesItsOwnDgdByType"
+VALIDATES = "PlannerValidatesItsDgdAtStartUp"
+REFERENCE_RUN = (OWN_DGD, VALIDATES, "PlannerScalingStepReachesSla", "PlannerScalingGpuBudgetNeverExceeded")
+"""The cluster's own tests, the SLA after a step, and the budget in GPUs the pods hold (the operator frees before it takes)."""
+
+
+def certify(cluster: Cluster, implementation: str, report_dir: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+    args = ("--env", "cluster", "--profile", PROFILE, "--workers", "1", *extra)
+    return certify_subprocess(implementation, report_dir, *args, cluster_name=cluster.name, timeout_s=600)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_reference_planner_scales_its_dgd_through_the_operator(cluster: Cluster, tmp_path: Path) -> None:
+    if not cluster.has_pod_runner:
+        pytest.skip(f"backend {cluster.backend} has no pod runner")
+    code, report, output = certify(cluster, "reference", tmp_path, "--run-test", ",".join(REFERENCE_RUN))
+    core = profile_of(report, PROFILE)["core"]
+    # NB: exit 1: a focused run leaves the profile's other tests skipped, so the profile is partial, not certified.
+    assert code == 1 and core["statistics"]["failed"] == 0 and core["statistics"]["passed"] == len(REFERENCE_RUN), (
+        core,
+        output[-4000:],
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    ("adapter", "caught_by", "named"),
+    [
+        ("ScalesComponentsByName", OWN_DGD, "were scaled: replicas"),
+        ("ScalesFirstDgdOfNamespace", OWN_DGD, "DGD a-bystander (no planner of its own, listed first in the namespace) was changed"),
+        ("SkipsModelCheck", f"{VALIDATES}[model-mismatch]", "model-mismatch: the planner pod"),
+    ],
+)
+def test_a_planner_pod_breaking_a_connector_rule_is_failed_by_its_test(
+    cluster: Cluster, adapter: str, caught_by: str, named: str, tmp_path: Path
+) -> None:
+    if not cluster.has_pod_runner:
+        pytest.skip(f"backend {cluster.backend} has no pod runner")
+    code, report, output = certify(cluster, f"tests.nonconforming.planner:{adapter}", tmp_path, "--run-test", caught_by)
+    assert code == 1, output[-4000:]
+    core = profile_of(report, PROFILE)["core"]
+    assert caught_by.split("[", maxsplit=1)[0] in core["failedTests"], (core, output[-4000:])
+    assert named in output, output[-4000:]
