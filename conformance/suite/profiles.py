@@ -2,11 +2,12 @@
 
 A profile (gateway-api ``ConformanceProfile``, GEP-1709) says which features every claimant
 must pass (``core``) and which it may claim one by one (``extended``), and in which
-environments its tests can run. A feature that only one environment can show (``judged_in``:
-PLANNER-SCALING's connectors, the Virtual one in process, the Kubernetes one on a cluster) is
-judged there alone: elsewhere its tests count nowhere and the report lists them as judged
-elsewhere, rather than as skips that would leave every run partial. The runner collects a test for a profile when all of the test's
+environments its tests can run. The runner collects a test for a profile when all of the test's
 features belong to the profile; the report gives each profile a core and an extended result.
+A feature that only one environment can show (``judged_in``: PLANNER-SCALING's connectors, the
+Virtual one in process, the Kubernetes one on a cluster) is judged there alone: elsewhere its
+tests count nowhere and the report lists them as judged elsewhere, rather than as skips that
+would leave every run partial.
 Downstream suites may ``register`` profiles of their own (from a pytest plugin loaded with ``-p``).
 """
 

@@ -12,9 +12,12 @@ the x4 step, which needs more workers of both components. Two shortcuts would sc
   replicas and with no planner: a planner that takes the namespace's first DGD, not the one
   named in ``DYN_PARENT_DGD_K8S_NAME``, scales it.
 
-Judged from the API server: the pods of ``ctx`` and ``gen`` (the suite's watch) each gained a
-serving worker after the step; at the end the decoys still ask for 0 replicas and never had a pod;
-the bystander's spec was never changed (its ``metadata.generation`` is still 1).
+Judged from the API server: the bystander's spec was never changed (its ``metadata.generation`` is
+still 1); at the end the decoys still ask for 0 replicas and have no pod; the pods of ``ctx`` and
+``gen`` (the suite's watch) each reached two serving workers after the step. A planner taking a
+shortcut fails one of the three; which one can depend on whether the workers had registered at
+its first tick (a planner that starts from the wrong components' replicas either scales them or
+holds on the mismatch), so every message names both rules it may have broken.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from conformance.suite import features
 from conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
+from conformance.tests.planner_scaling._checks import value_at
 from conformance.tests.planner_scaling._cluster import PodScaling
 from fixtures import planner_calibration
 from fixtures.cluster import kube
@@ -35,6 +39,8 @@ from fixtures.cluster_planned import DECODE_COMPONENT, DECOYS, PREFILL_COMPONENT
 from fixtures.planner_harness import COMPONENTS
 from protocol import kube_names as kn
 
+RULE = "the planner must scale only the DGD named by DYN_PARENT_DGD_K8S_NAME, its components found by type (seed 003)"
+"""Named by every message: which check catches a shortcut can depend on the order of start-up (module docstring)."""
 BYSTANDER = "a-bystander"
 """Sorts before the suite's ``planned-<n>``: the namespace's first DGD."""
 
@@ -62,11 +68,12 @@ async def check(ctx: TestContext) -> None:
     bystander_must_be_untouched(other, run.summary())
     decoys_must_stay_at_zero(own, env, run.summary())
     for component in COMPONENTS:
-        peak = max((n for t, n in run.ready(component) if t >= planner_scenarios.STEP_AT), default=0)
+        ready = run.ready(component)
+        after = [n for t, n in ready if t >= planner_scenarios.STEP_AT]
+        peak = max([value_at(ready, planner_scenarios.STEP_AT), *after])
         assert peak >= 2, (
             f"{component}: the planner's own DGD never served more than {peak} {component} worker(s) after the x4 step at "
-            f"t={planner_scenarios.STEP_AT:g} s (the step needs more of both); it must scale its own DGD's components, found "
-            f"by type; {run.summary()}"
+            f"t={planner_scenarios.STEP_AT:g} s (the step needs more of both); {RULE}; {run.summary()}"
         )
 
 
@@ -75,8 +82,7 @@ def bystander_must_be_untouched(dgd: Mapping[str, Any], summary: str) -> None:
     replicas = {c["name"]: c.get("replicas") for c in dgd["spec"]["components"]}
     assert meta.get("generation") == 1, (
         f"DGD {BYSTANDER} (no planner of its own, listed first in the namespace) was changed: generation "
-        f"{meta.get('generation')}, replicas {replicas}; the planner must scale only the DGD named by DYN_PARENT_DGD_K8S_NAME; "
-        f"{summary}"
+        f"{meta.get('generation')}, replicas {replicas}; {RULE}; {summary}"
     )
 
 
@@ -87,8 +93,8 @@ def decoys_must_stay_at_zero(dgd: Mapping[str, Any], env: ClusterEnvironment, su
     scaled = {name: replicas.get(name) for name in DECOYS if replicas.get(name) != 0}
     assert not scaled and not decoy_pods, (
         f"the components named {list(DECOYS)} (type worker, 0 replicas) were scaled: replicas {scaled}, pods {decoy_pods}; "
-        f"seed 003 resolves the prefill and decode components by type ({PREFILL_COMPONENT!r}, {DECODE_COMPONENT!r} here), "
-        f"names being only the fallback; {summary}"
+        f"names are only the fallback ({PREFILL_COMPONENT!r} and {DECODE_COMPONENT!r} are the types' components here); "
+        f"{RULE}; {summary}"
     )
 
 
