@@ -1,0 +1,59 @@
+"""PLANNER-SCALING's ground truth on a cluster: pod versions from the suite's watch become the harness's engine events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from conformance.tests.planner_scaling._cluster import LISTED, PodScaling
+from fixtures.planner_harness import READY, START, STOP
+
+DGD = "planned-0"
+
+
+def pod(name: str, component: str, uid: str, ready: bool = False, deleting: bool = False, dgd: str = DGD) -> dict[str, Any]:
+    labels = {"nvidia.com/dynamo-graph-deployment-name": dgd, "nvidia.com/dynamo-component": component}
+    meta: dict[str, Any] = {"name": name, "uid": uid, "labels": labels}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-11-27T00:00:00Z"
+    return {"metadata": meta, "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+@dataclass
+class History:
+    events: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
+
+
+def record(events: list[tuple[float, str, dict[str, Any]]]) -> PodScaling:
+    scaling = PodScaling(cast(Any, None), DGD, {"prefill": 2, "decode": 4}, t0=100.0)
+    scaling._pods = cast(Any, History(events))
+    return scaling
+
+
+def test_pods_become_starts_readiness_and_stops_timed_by_the_watch() -> None:
+    scaling = record([
+        (100.4, LISTED, pod("p0", "ctx", "u0", ready=True)),  # NB: there when the record began: from t=0
+        (101.0, "ADDED", pod("d1", "gen", "u1")),
+        (103.0, "MODIFIED", pod("d1", "gen", "u1", ready=True)),
+        (104.0, "MODIFIED", pod("d1", "gen", "u1", ready=True)),  # NB: a second Ready version is not a second readiness
+        (106.0, "MODIFIED", pod("p0", "ctx", "u0", ready=True, deleting=True)),
+        (107.0, "DELETED", pod("p0", "ctx", "u0", ready=True, deleting=True)),
+    ])  # fmt: skip
+    got = [(e.t, e.component, e.kind, e.engine_id) for e in scaling.events]
+    assert got == [
+        (0.0, "prefill", START, "p0"), (0.0, "prefill", READY, "p0"),
+        (1.0, "decode", START, "d1"), (3.0, "decode", READY, "d1"),
+        (6.0, "prefill", STOP, "p0"),
+    ]  # fmt: skip
+    assert scaling.held_counts("prefill") == [(0.0, 1), (6.0, 0)]
+    assert scaling.ready_counts("decode") == [(3.0, 1)]
+    assert scaling.gpu_timeline() == [(0.0, 2), (1.0, 6), (6.0, 4)]
+
+
+def test_decoys_other_dgds_and_pods_already_going_are_not_engines() -> None:
+    scaling = record([
+        (101.0, "ADDED", pod("x0", "prefill", "u0", ready=True)),  # NB: a decoy component named like the type
+        (101.0, "ADDED", pod("b0", "ctx", "u1", ready=True, dgd="a-bystander")),
+        (101.0, "ADDED", pod("g0", "gen", "u2", ready=True, deleting=True)),  # NB: terminating when first seen
+    ])  # fmt: skip
+    assert scaling.events == []
