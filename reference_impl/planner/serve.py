@@ -60,12 +60,11 @@ def parent_from_env(api: Any, namespace: str, name: str) -> str:
 
 @dataclass(frozen=True)
 class Hooks:
-    """The choices a deliberately broken planner changes: which DGD is its own, how it finds components, its loop."""
+    """The choices a deliberately broken planner changes: which DGD is its own, how it finds and checks components."""
 
     parent_dgd: Callable[[Any, str, str], str] = parent_from_env
     resolve: Resolve = by_type
     check_models: bool = True
-    planner: Callable[[Planner], None] | None = None
 
 
 REFERENCE = Hooks()
@@ -165,8 +164,6 @@ async def _serve(args: argparse.Namespace, config: PlannerConfig, hooks: Hooks) 
     await workers.start()
     async with aiohttp.ClientSession() as session:
         planner = Planner(config, workers, connector, session)
-        if hooks.planner is not None:
-            hooks.planner(planner)
         planner.start()
         runner = web.AppRunner(planner_app.create_app(planner), access_log=None, handle_signals=False)
         await runner.setup()

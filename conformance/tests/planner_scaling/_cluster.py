@@ -47,6 +47,8 @@ class PodScaling(EngineViews):
     errors: list[str] = field(default_factory=list)
     _pods: PodHistory | None = None
     _task: asyncio.Task[None] | None = None
+    _closed: list[EngineEvent] | None = None
+    """The events, converted once when the record closed: every view reads them many times."""
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -60,10 +62,14 @@ class PodScaling(EngineViews):
         self._task = None
         if self._pods is not None:
             await asyncio.to_thread(self._pods.stop)
+        self._closed = self._convert()
 
     @property
     def events(self) -> list[EngineEvent]:  # type: ignore[override]
         """The worker pods' starts, readiness and stops, from the watch, in seconds since ``t0``."""
+        return self._closed if self._closed is not None else self._convert()
+
+    def _convert(self) -> list[EngineEvent]:
         history = list(self._pods.events) if self._pods is not None else []
         out: list[EngineEvent] = []
         seen: dict[str, set[str]] = {}

@@ -34,6 +34,7 @@ from conformance.tests.planner_scaling._checks import value_at
 from conformance.tests.planner_scaling._cluster import PodScaling
 from fixtures import planner_calibration
 from fixtures.cluster import kube
+from fixtures.cluster_deploy import ENGINE_IMAGE
 from fixtures.cluster_env import ClusterEnvironment
 from fixtures.cluster_planned import DECODE_COMPONENT, DECOYS, PREFILL_COMPONENT
 from fixtures.planner_harness import COMPONENTS
@@ -48,7 +49,7 @@ BYSTANDER = "a-bystander"
 def bystander() -> dict[str, Any]:
     def component(name: str, role: str) -> dict[str, Any]:
         args = ["--model", planner_calibration.MODEL, "--role", role]
-        return {"name": name, "type": role, "replicas": 0, "image": "servecert/fake-engine", "args": args}
+        return {"name": name, "type": role, "replicas": 0, "image": ENGINE_IMAGE, "args": args}
 
     components = [component(PREFILL_COMPONENT, "prefill"), component(DECODE_COMPONENT, "decode")]
     return {"apiVersion": f"{kn.DGD_GROUP}/{kn.DGD_VERSION}", "kind": kn.DGD_KIND, "metadata": {"name": BYSTANDER},
