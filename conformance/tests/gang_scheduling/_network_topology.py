@@ -236,14 +236,24 @@ async def none_bound_for(env: ClusterEnvironment, gang_name: str, seconds: float
 
 
 async def remove_gang(env: ClusterEnvironment, gang_name: str, timeout_s: float) -> None:
-    """Delete the gang's InferenceService and its pods, and wait until the pods are gone (their room is free again)."""
+    """Delete the gang's InferenceService and its pods, and wait until both are gone (their room is free again).
+
+    Pods still there are deleted again at each look: a reconcile the operator began before the
+    InferenceService was deleted may make them anew after the suite's first delete, and those
+    would wait for the garbage collector and their 30 s grace. Under load that took longer than
+    ``timeout_s`` once (CI, NetworkTopologySoft). This is the suite's cleanup between steps, not a
+    rule: the room must be free before the next gang is placed.
+    """
     await asyncio.to_thread(kube.delete_object, env.api, kc.ISVC, env.namespace, gang_name)
-    await asyncio.to_thread(kube.delete_pods, env.api, env.namespace, f"{kn.IS_SERVICE_LABEL}={gang_name}", grace_period_seconds=0)
+    selector = f"{kn.IS_SERVICE_LABEL}={gang_name}"
 
     async def gone() -> bool:
-        return not await placement(env, gang_name)
+        if await placement(env, gang_name):
+            await asyncio.to_thread(kube.delete_pods, env.api, env.namespace, selector, grace_period_seconds=0)
+            return False
+        return await asyncio.to_thread(kube.get_object, env.api, kc.ISVC, env.namespace, gang_name) is None
 
-    await kc.wait_for(gone, timeout_s, f"pods of gang {gang_name} deleted")
+    await kc.wait_for(gone, timeout_s, f"InferenceService {gang_name} and its pods deleted")
 
 
 def placement_must_fit_tier(installed: Installed, placed: Mapping[str, str], tier: int, what: str) -> tuple[str, int]:
