@@ -9,7 +9,7 @@ would, in a subprocess joining this session's embedded cluster by name, one case
 * each broken planner pod (``tests/nonconforming/planner.py``, a ``Hooks`` of
   ``servecert planner serve``) on the test of its rule: one scales the components named prefill
   and decode whatever their type, one scales the namespace's first DGD, one starts on a graph
-  whose components serve different models.
+  whose components serve different models, one starts on a graph with no decode component.
 
 Timing-bound (the SLA and the step's allowance are judged in simulated time), so these run in
 make test's second phase, apart from the other tests (``-m timing`` in tox.ini).
@@ -63,6 +63,7 @@ def test_the_reference_planner_scales_its_dgd_through_the_operator(cluster: Clus
         ("ScalesComponentsByName", OWN_DGD, "its components found by type (seed 003)"),
         ("ScalesFirstDgdOfNamespace", OWN_DGD, "its components found by type (seed 003)"),
         ("SkipsModelCheck", f"{VALIDATES}[model-mismatch]", "model-mismatch: the planner pod"),
+        ("StartsWithoutDecode", f"{VALIDATES}[no-decode]", "no-decode: the planner pod"),
     ],
 )
 def test_a_planner_pod_breaking_a_connector_rule_is_failed_by_its_test(

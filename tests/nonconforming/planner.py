@@ -16,7 +16,7 @@ from typing import Any
 from fixtures.reference.adapter import ReferenceImplementation
 from reference_impl.planner import load_scaling
 from reference_impl.planner.config import AGG, PlannerConfig
-from reference_impl.planner.connectors.kubernetes import Components, DeploymentShapeError
+from reference_impl.planner.connectors.kubernetes import DECODE, PREFILL, Components, DeploymentShapeError, by_type
 from reference_impl.planner.load_scaling import LoadProposal
 from reference_impl.planner.planner import Planner
 from reference_impl.planner.reconcile import Targets, reconcile
@@ -342,7 +342,16 @@ def _first_dgd_of_namespace(api: Any, namespace: str, name: str) -> str:
     return str(sorted(item["metadata"]["name"] for item in listed["items"])[0])
 
 
+def _whatever_is_there(components: Sequence[Mapping[str, Any]], mode: str) -> Components:
+    try:
+        return by_type(components, mode)
+    except DeploymentShapeError:
+        # Broken: a graph lacking a component is not refused; the planner goes on with the typed components it finds.
+        return {role: i for i, c in enumerate(components) for role in (PREFILL, DECODE) if c.get("type") == role}
+
+
 BY_LEGACY_NAMES = Hooks(resolve=_by_legacy_names)
+WHATEVER_IS_THERE = Hooks(resolve=_whatever_is_there)
 FIRST_DGD_OF_NAMESPACE = Hooks(parent_dgd=_first_dgd_of_namespace)
 
 
@@ -365,3 +374,9 @@ def SkipsModelCheck() -> ReferenceImplementation:
     """On a cluster, starts on a DGD whose prefill and decode components serve different models (it still needs both).
     Caught by PlannerValidatesItsDgdAtStartUp[model-mismatch]."""
     return ReferenceImplementation(planner_serve_hooks=f"{__name__}:SKIPS_MODEL_CHECK")
+
+
+def StartsWithoutDecode() -> ReferenceImplementation:
+    """On a cluster, starts on a DGD that has no decode component and scales the prefill one it finds (it still checks
+    the models). Caught by PlannerValidatesItsDgdAtStartUp[no-decode]."""
+    return ReferenceImplementation(planner_serve_hooks=f"{__name__}:WHATEVER_IS_THERE")
