@@ -302,6 +302,11 @@ class Planner:
                 if capacity.prefill > 0 else 0,
                 throughput_scaling.floor(predicted, capacity.decode, old.decode if old else None, cfg.min_endpoint),
             )
+        log.info(
+            "[throughput] %d engines, %.1f requests in %.1f s: %.2f requests/s (two windows %.2f), predicted %.2f; "
+            "capacity %s; floor %s", len(workers), sample.requests, sample.seconds, sample.rps, smoothed.rps, predicted,
+            capacity, self.floor,
+        )
         return sample.rps, predicted
 
     @property

@@ -7,8 +7,13 @@ lengths in the ``vllm:request_prompt_tokens`` / ``vllm:request_generation_tokens
 since the previous sample. Arrivals, not completions, are what the next window must serve: a
 bottleneck (say too few prefill workers) throttles completions, so the meter adds the growth of
 the requests still inside the engines (``vllm:num_requests_waiting`` + ``running`` of every
-engine): arrivals = completions + growth of the backlog. An engine seen for the first time contributes from its next scrape
-on; a removed engine's last increments are lost (a window's count is then a slight underestimate).
+engine): arrivals = completions + growth of the backlog. An engine first seen after the meter's first sample is new (a
+worker the planner added): its counters started at zero with it, so all of them count in the window it appeared in; so
+does a counter that went down (the engine restarted: Prometheus's counter reset). Counting such an engine only from its
+next scrape lost a window of every added worker's requests: right after a x4 step the two added engines' windows read
+2.0 requests/s of 3.84, the floor fell and the load rule removed a worker the load needed (PlannerScalingStepReachesSla
+on a cluster, 72% within SLA). An engine listed but not answering keeps its last counters, so its next answer counts
+the whole gap once, not its whole life. A removed engine's last increments are lost (a slight underestimate).
 Dynamo reads the frontend's Prometheus instead; the engines' counters are the same numbers.
 
 KV hit rate (seed 003, Step 1): the share of prompt tokens the prefilling engines (prefill or
@@ -87,10 +92,22 @@ class _Counters:
     spec_accepted: float = 0.0
 
 
+ZERO = _Counters(0.0, 0.0, 0.0)
+
+
 class TrafficMeter:
     def __init__(self, session: aiohttp.ClientSession) -> None:
         self.session = session
         self._last: dict[str, _Counters] = {}
+        self._sampled = False
+
+    def _baseline(self, engine_id: str, now: _Counters) -> _Counters | None:
+        """What ``now`` grew from: the last scrape; zero for an engine added since the first sample or restarted; None
+        for the engines of the first sample (the planner's start: their history is not this window's)."""
+        before = self._last.get(engine_id)
+        if before is None:
+            return ZERO if self._sampled else None
+        return ZERO if now.requests < before.requests else before
 
     async def sample(
         self, engines: Sequence[tuple[str, str]], seconds: float, prefilling: Collection[str] = (), decoding: Collection[str] = ()
@@ -103,9 +120,11 @@ class TrafficMeter:
         for engine_id, url in engines:
             now = await self._scrape(url)
             if now is None:
+                if engine_id in self._last:
+                    seen[engine_id] = self._last[engine_id]
                 continue
             seen[engine_id] = now
-            before = self._last.get(engine_id)
+            before = self._baseline(engine_id, now)
             if before is not None:
                 done += max(0.0, now.requests - before.requests)
                 prompt += max(0.0, now.prompt_tokens - before.prompt_tokens)
@@ -117,7 +136,7 @@ class TrafficMeter:
                 if engine_id in decoding:
                     drafts += max(0.0, now.spec_drafts - before.spec_drafts)
                     accepted += max(0.0, now.spec_accepted - before.spec_accepted)
-        self._last = seen
+        self._last, self._sampled = seen, True
         arrivals = max(0.0, done + backlog)
         hit_rate = min(1.0, hits / queries) if queries > 0 else None
         accept = 1.0 + accepted / drafts if drafts > 0 else None

@@ -102,7 +102,8 @@ def requests_must_meet_sla(run: ScenarioRun, start: float, end: float | None = N
     assert share >= need, (
         f"{what or run.scenario.name}: {share:.1%} of {n} requests sent after scaling settled met TTFT<={run.planner.ttft_ms:g} ms "
         f"and ITL<={run.planner.itl_ms:g} ms; at least {need:.0%} must (excused after load rises: "
-        f"{[(round(a, 1), round(b, 1)) for a, b in run.excused()]}); {run.misses(start, end)}; machine: {run.machine}"
+        f"{[(round(a, 1), round(b, 1)) for a, b in run.excused()]}); {run.misses(start, end)}; machine: {run.machine}; "
+        f"by window: {run.timeline()}; {run.summary()}"
     )
 
 

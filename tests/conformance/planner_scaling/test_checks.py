@@ -12,11 +12,22 @@ from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 from conformance.tests.planner_scaling import floor_from_perf_model
 from fixtures.load_generator import Result
+from fixtures.planner_harness import EngineEvent, EngineViews
+
+
+class NoEngines(EngineViews):
+    """A record with no engine and no decision: the SLA share reads only the client's results and the scenario's
+    shape; a failed check's message also shows the (empty) workers."""
+
+    def __init__(self) -> None:
+        self.events: list[EngineEvent] = []
+        self.gpus_per_engine = {}
+        self.decisions: list[object] = []
 
 
 def run_of(results: list[Result]) -> planner_checks.ScenarioRun:
     t = Timeouts()
-    harness = cast(Any, None)  # NB: the SLA share reads only the client's results and the scenario's shape
+    harness = cast(Any, NoEngines())
     return planner_checks.ScenarioRun(planner_scenarios.BURST, t, planner_checks.planner_spec(t), results, harness, end_s=60.0)
 
 

@@ -86,6 +86,26 @@ async def test_each_figure_counts_only_the_engines_that_make_it(
         assert getattr(await meter.sample(pairs, 6.0, **roles), field) is None  # nothing looked up or drafted in the window
 
 
+async def test_an_added_engine_counts_from_zero_and_an_unanswered_scrape_loses_nothing(
+    engines: tuple[dict[str, Engine], dict[str, str]],
+) -> None:
+    """An engine the planner added started its counters at zero: all it served counts in the window it appeared in (a
+    meter that counted it from its next scrape read 2.0 of 3.84 requests/s right after a x4 step, and the floor fell)."""
+    found, urls = engines
+    both = list(urls.items())
+    async with aiohttp.ClientSession() as session:
+        meter = traffic.TrafficMeter(session)
+        found["decode"].counters["done"] = 50
+        await meter.sample([("decode", urls["decode"])], 6.0)  # the planner's start: history is not a window's
+        found["decode"].counters["done"], found["prefill"].counters["done"] = 60, 4
+        assert (await meter.sample(both, 6.0)).requests == 14  # 10 more on decode, 4 on prefill since it was added
+        found["prefill"].counters["done"] = 3
+        assert (await meter.sample(both, 6.0)).requests == 3  # prefill restarted: a counter reset counts from zero
+        await meter.sample([("decode", "http://127.0.0.1:9"), ("prefill", urls["prefill"])], 6.0)  # decode does not answer
+        found["decode"].counters["done"] = 65
+        assert (await meter.sample(both, 6.0)).requests == 5  # the gap once, not decode's whole life
+
+
 def test_a_merged_window_keeps_the_newest_valid_hit_rate() -> None:
     assert traffic.merged(TrafficSample(6, 512, 32, 6.0, 0.5), TrafficSample(6, 512, 32, 6.0, None)).kv_hit_rate == 0.5
     assert traffic.merged(TrafficSample(6, 512, 32, 6.0, 0.5), TrafficSample(6, 512, 32, 6.0, 0.8)).kv_hit_rate == 0.8
