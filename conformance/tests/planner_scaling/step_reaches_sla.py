@@ -2,7 +2,9 @@
 
 The allowance is, per worker the step needs, ``planner_step_intervals`` load intervals plus one
 engine start-up, plus ``planner_settle_intervals`` load intervals; from then on at least
-``planner_sla_attainment`` of the requests must meet both TTFT and ITL SLAs.
+``planner_sla_attainment`` of the requests must meet both TTFT and ITL SLAs. On a cluster one engine
+start-up is what the added worker pods took, first seen to Ready (median), when longer than the
+model-load time: the kubelet's and the probe's share is the cluster's, not the planner's.
 """
 
 from __future__ import annotations

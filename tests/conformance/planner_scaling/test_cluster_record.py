@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from conformance.suite.timeouts import Timeouts
+from conformance.tests.planner_scaling import _checks as planner_checks
+from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 from conformance.tests.planner_scaling._cluster import LISTED, PodScaling
 from fixtures.planner_harness import READY, START, STOP
 
@@ -57,3 +60,21 @@ def test_decoys_other_dgds_and_pods_already_going_are_not_engines() -> None:
         (101.0, "ADDED", pod("g0", "gen", "u2", ready=True, deleting=True)),  # NB: terminating when first seen
     ])  # fmt: skip
     assert scaling.events == []
+
+
+def test_an_allowance_counts_the_start_up_the_added_pods_took_when_longer_than_the_model_load() -> None:
+    """The median from first seen to Ready of the pods added after t=0; the pods there at t=0 do not count."""
+    scaling = record([
+        (100.0, LISTED, pod("p0", "ctx", "u0", ready=True)),
+        *((101.0 + i, "ADDED", pod(f"d{i}", "gen", f"u{i + 1}")) for i in range(3)),
+        *((101.0 + i + took, "MODIFIED", pod(f"d{i}", "gen", f"u{i + 1}", ready=True)) for i, took in enumerate((1.0, 1.25, 3.0))),
+    ])  # fmt: skip
+    assert sorted(scaling.startups()) == [1.0, 1.25, 3.0]
+    t = Timeouts()
+    run = planner_checks.ScenarioRun(planner_scenarios.STEP_X4, t, planner_checks.planner_spec(t), [], scaling, end_s=70.0)
+    assert run.engine_startup_s == 1.25 * t.planner_time_scale  # 5 simulated s, more than the 3 s of model load
+    per_worker = t.planner_step_intervals * t.planner_load_interval_s + 1.25 * t.planner_time_scale
+    assert run.step_allowance(3) == 3 * per_worker + t.planner_settle_intervals * t.planner_load_interval_s
+    quick = record([(101.0, "ADDED", pod("d0", "gen", "u1")), (101.25, "MODIFIED", pod("d0", "gen", "u1", ready=True))])
+    quick_run = planner_checks.ScenarioRun(planner_scenarios.STEP_X4, t, planner_checks.planner_spec(t), [], quick, end_s=70.0)
+    assert quick_run.engine_startup_s == t.planner_engine_startup_s  # never shorter than the model load
