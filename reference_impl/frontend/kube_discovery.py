@@ -28,6 +28,7 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError as TransportError
 
 from protocol import kube_names
+from reference_impl import worker_metadata
 from reference_impl.frontend.discovery import KubeDiscoverySettings, PollingDiscovery, Published
 
 log = logging.getLogger("servecert.frontend.discovery")
@@ -56,7 +57,6 @@ class KubernetesDiscovery(PollingDiscovery):
         self.namespace = namespace
         self.dynamo_namespace = dynamo_namespace
         self.call_timeout = call_timeout
-        self.selector = f"{kube_names.DYNAMO_NAMESPACE_LABEL}={dynamo_namespace}"
         self._api: Any = None
         if objects is None:
             self._api = _api_client(kubeconfig)
@@ -72,44 +72,20 @@ class KubernetesDiscovery(PollingDiscovery):
     async def listing(self) -> Mapping[str, Published] | None:
         try:
             # NB: _request_timeout bounds the call in its thread; wait_for is the backstop.
-            items = await asyncio.wait_for(asyncio.to_thread(self._list), self.call_timeout + 1.0)
+            items = await asyncio.wait_for(
+                asyncio.to_thread(worker_metadata.live_items, self.objects, self.namespace, self.dynamo_namespace, self.call_timeout),
+                self.call_timeout + 1.0,
+            )
         except (ApiException, TransportError, OSError, TimeoutError, ValueError) as exc:
-            self._report(self._explain(exc))
+            self._report(worker_metadata.explain(exc, self.namespace, self.call_timeout, "frontend"))
             return None
         self._report(None)
-        return {item["metadata"]["name"]: _published(item) for item in items if not item["metadata"].get("deletionTimestamp")}
+        return {item["metadata"]["name"]: _published(item) for item in items}
 
     async def stop(self) -> None:
         await super().stop()
         if self._api is not None:
             self._api.close()
-
-    def _list(self) -> list[dict[str, Any]]:
-        result = self.objects.list_namespaced_custom_object(
-            kube_names.WM_GROUP,
-            kube_names.WM_VERSION,
-            self.namespace,
-            kube_names.WM_PLURAL,
-            label_selector=self.selector,
-            _request_timeout=self.call_timeout,
-        )
-        items = result.get("items") if isinstance(result, dict) else None
-        if not isinstance(items, list):
-            raise ValueError(f"the list of {kube_names.WM_PLURAL} has no items: {str(result)[:200]}")
-        return items
-
-    def _explain(self, exc: BaseException) -> str:
-        where = f"{kube_names.WM_PLURAL}.{kube_names.WM_GROUP} in namespace {self.namespace}"
-        status = getattr(exc, "status", None)
-        if isinstance(exc, ApiException) and status == 404:
-            return f"listing {where}: 404; is the WorkerMetadata CRD installed (fixtures/cluster/crds/)?"
-        if isinstance(exc, ApiException) and status in (401, 403):
-            return f"listing {where}: {status} {exc.reason}; may the frontend's KUBECONFIG identity list them?"
-        if isinstance(exc, ApiException):
-            return f"listing {where}: {status} {exc.reason}"
-        if isinstance(exc, TimeoutError):
-            return f"listing {where}: no answer within {self.call_timeout:g}s; is the API server up?"
-        return f"listing {where}: {type(exc).__name__}: {exc}; is the API server in KUBECONFIG reachable?"
 
     def _report(self, problem: str | None) -> None:
         if problem == self.problem:

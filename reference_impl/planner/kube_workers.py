@@ -2,16 +2,16 @@
 
 Data flow::
 
-    every ``interval`` s (0.3): list servecert.io/v1alpha1 workermetadatas in <POD_NAMESPACE>
-        with labelSelector nvidia.com/dynamo-namespace=<DYN_NAMESPACE>   (one call, <= call_timeout)
-      -> Worker(engine_id, url, role) of every object without a deletionTimestamp
+    every ``interval`` s (0.3): reference_impl.worker_metadata.live_items(<POD_NAMESPACE>, <DYN_NAMESPACE>)
+        (one call, <= call_timeout; the objects without a deletionTimestamp)
+      -> Worker(engine_id, url, role) of each
       -> workers(): the last listing that worked (a failed one is logged once and the view kept)
 
 Why these objects: an engine publishes its own once its model is loaded and withdraws it on a
 clean stop, and its pod owns it, so the listing is "registered = ready", the same meaning the
 planner's ``WorkerSource`` has in the process environment. The planner cannot share the
-frontend's discovery (the reference's parts are independent), so it lists them itself; it needs
-only the three fields.
+frontend's discovery (the reference's parts are independent); both list through
+``reference_impl.worker_metadata``, and the planner needs only the three fields.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError as TransportError
 
 from protocol import event_loop, kube_names
+from reference_impl import worker_metadata
 from reference_impl.planner.planner import Worker
 
 log = logging.getLogger("servecert.planner.workers")
@@ -39,7 +40,7 @@ class KubeWorkers:
     def __init__(self, api: Any, namespace: str, dynamo_namespace: str, interval: float = POLL_INTERVAL_S) -> None:
         self.objects = client.CustomObjectsApi(api)
         self.namespace = namespace
-        self.selector = f"{kube_names.DYNAMO_NAMESPACE_LABEL}={dynamo_namespace}"
+        self.dynamo_namespace = dynamo_namespace
         self.interval = interval
         self._workers: list[Worker] = []
         self._problem: str | None = None
@@ -63,19 +64,15 @@ class KubeWorkers:
 
     async def refresh(self) -> None:
         try:
-            items = await asyncio.wait_for(asyncio.to_thread(self._list), CALL_TIMEOUT_S + 1.0)
-        except (ApiException, TransportError, OSError, TimeoutError) as exc:
-            self._report(f"listing {kube_names.WM_PLURAL} in {self.namespace}: {type(exc).__name__}: {exc}")
+            items = await asyncio.wait_for(
+                asyncio.to_thread(worker_metadata.live_items, self.objects, self.namespace, self.dynamo_namespace, CALL_TIMEOUT_S),
+                CALL_TIMEOUT_S + 1.0,
+            )
+        except (ApiException, TransportError, OSError, TimeoutError, ValueError) as exc:
+            self._report(worker_metadata.explain(exc, self.namespace, CALL_TIMEOUT_S, "planner"))
             return
         self._report(None)
-        self._workers = [w for w in (_worker(item) for item in items if not item["metadata"].get("deletionTimestamp")) if w]
-
-    def _list(self) -> list[dict[str, Any]]:
-        result = self.objects.list_namespaced_custom_object(
-            kube_names.WM_GROUP, kube_names.WM_VERSION, self.namespace, kube_names.WM_PLURAL,
-            label_selector=self.selector, _request_timeout=CALL_TIMEOUT_S,
-        )  # fmt: skip
-        return list(result.get("items") or [])
+        self._workers = [w for w in (_worker(item) for item in items) if w]
 
     def _report(self, problem: str | None) -> None:
         if problem != self._problem:
