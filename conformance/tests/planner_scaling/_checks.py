@@ -304,6 +304,8 @@ async def run(
             deployment, templates, gpus, t0=time.monotonic(), ack_delay_s=ack_delay_s / t.planner_time_scale, acknowledge=acknowledge
         )
     arrivals = scenario.arrivals(t.planner_time_scale)
+    if getattr(deployment, "prompt_token_ids", False):
+        arrivals = load_generator.as_token_ids(arrivals)
     lag = LoopLag()
     with cpu_priority.raised() as priority, gc_deferral.deferred():
         lag.start(scenario.duration_s / t.planner_time_scale + t.request_s)
