@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml tox.ini | cksum | cut -d'
 
 DEBIAN_PACKAGES := haproxy
 
-.PHONY: test certify lint bench nightly clean debian-packages setup
+.PHONY: test certify lint bench nightly clean debian-packages setup dynamo-planner
 
 $(STAMP): pyproject.toml tox.ini
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python >= 3.11"; exit 1; }
@@ -54,6 +54,17 @@ bench: $(STAMP)
 
 nightly: $(STAMP)
 	$(VENV)/bin/tox run -e nightly
+
+# Dynamo 1.6.1's planner, for `--implementation dynamo-planner` (docs/dynamo.md): a virtualenv of its own
+# in the cache (it pins kubernetes<33, past which the suite is), never inside the repository.
+DYNAMO_PLANNER_VENV ?= $(or $(SERVECERT_CACHE),$(HOME)/.cache/servecert)/dynamo-planner
+dynamo-planner:
+	$(PYTHON) -m venv $(DYNAMO_PLANNER_VENV)
+	$(DYNAMO_PLANNER_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DYNAMO_PLANNER_VENV)/bin/python -m pip install --quiet -r fixtures/dynamo/planner-requirements.txt
+	$(DYNAMO_PLANNER_VENV)/bin/python -m pip install --quiet --no-deps 'ai-dynamo==1.6.1' 'ai-dynamo-runtime==1.6.1'
+	PYTHONPATH=fixtures/dynamo/planner_stand_in $(DYNAMO_PLANNER_VENV)/bin/python -c 'import dynamo.planner.__main__' && \
+		echo "Dynamo's planner is installed in $(DYNAMO_PLANNER_VENV)"
 
 clean:
 	rm -rf $(VENV) .tox .mypy_cache .ruff_cache .pytest_cache
