@@ -28,7 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +83,9 @@ def certify_command(args: argparse.Namespace, report_dir: Path) -> list[str]:
     return cmd + (["--run-test", args.run_test] if args.run_test else [])
 
 
-def _wait(proc: subprocess.Popen[bytes], label: str, timeout_s: float) -> int | None:
-    """The exit code, with a heartbeat line; None (the run stopped) past ``timeout_s``."""
+def _wait(proc: subprocess.Popen[bytes], label: str, timeout_s: float, say: Callable[[str], None] | None = None) -> int | None:
+    """The exit code, with a heartbeat line (through ``say``, default this bench's); None (stopped) past ``timeout_s``."""
+    say = say or _say
     started = time.monotonic()
     while True:
         try:
@@ -96,7 +97,7 @@ def _wait(proc: subprocess.Popen[bytes], label: str, timeout_s: float) -> int | 
                     os.killpg(proc.pid, signal.SIGKILL)  # NB: certify and what it started (its own session)
                 proc.wait()
                 return None
-            _say(f"{label}: {waited:.0f}s ...")
+            say(f"{label}: {waited:.0f}s ...")
 
 
 def assertion_lines(output: str) -> list[str]:

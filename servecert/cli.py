@@ -110,6 +110,12 @@ def _planner_demo(args: argparse.Namespace) -> int:
     return planner_demo.run(args)
 
 
+def _bench_planner(args: argparse.Namespace) -> int:
+    from benchmarks import planner_bench
+
+    return planner_bench.run(args)
+
+
 def _bench_planner_calibrate(args: argparse.Namespace) -> int:
     from benchmarks import planner_calibrate
 
@@ -213,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
         flakes_bench,
         gang_bench,
         pd_routers_bench,
+        planner_bench,
         rollout_bench,
         router_bench,
     )
@@ -253,6 +260,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench_flakes = bench.add_parser("flakes", help="certify N times in a row (optionally under stress); every failure with its diagnostics")
     flakes_bench.add_arguments(bench_flakes)
     bench_flakes.set_defaults(run=_bench_flakes)
+    bench_planner = bench.add_parser(
+        "planner", help="planners side by side on the same PLANNER-SCALING traces: SLA attainment and GPU-seconds"
+    )
+    planner_bench.add_arguments(bench_planner)
+    bench_planner.set_defaults(run=_bench_planner)
 
     from fixtures.cluster import commands as cluster_commands
 

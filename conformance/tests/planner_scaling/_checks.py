@@ -16,7 +16,9 @@ for the start-up time) and the engines' record is the suite's watch of their pod
 from __future__ import annotations
 
 import asyncio
+import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -36,6 +38,7 @@ from load.shapes import Shape
 from load.shapes.trace import TraceReplay
 
 DEFAULT_BUDGET = 10
+FIGURES_ENV = "SERVECERT_PLANNER_FIGURES"
 
 
 @dataclass(frozen=True)
@@ -253,9 +256,13 @@ class ScenarioRun:
             )
         return "; ".join(rows)
 
+    def peaks(self) -> dict[str, int]:
+        """The most workers of each component held at once."""
+        return {c: max((k for _, k in self.held(c)), default=0) for c in COMPONENTS}
+
     def summary(self) -> str:
         share, n = self.attainment(excused=[])
-        peaks = {c: max((k for _, k in self.held(c)), default=0) for c in COMPONENTS}
+        peaks = self.peaks()
         return (
             f"scenario {self.scenario.name}: {len(self.results)} requests, {share:.1%} of {n} within SLA overall, "
             f"{len(self.harness.decisions)} decisions, peak workers {peaks}, {self.gpu_seconds():.0f} GPU-seconds (simulated); "
@@ -317,8 +324,34 @@ async def run(
                           machine=f"{priority.outcome}, {lag.summary()}")
     ctx.log.info(outcome.summary())
     ctx.log.info(outcome.timeline())
+    _record_figures(ctx, outcome)
     assert not harness.errors, f"{ctx.name}: the harness could not carry out the planner's decisions: {harness.errors[:3]}"
     return outcome
+
+
+def _record_figures(ctx: TestContext, run: ScenarioRun) -> None:
+    """With ``$SERVECERT_PLANNER_FIGURES`` set, append the run's figures to that JSON-lines file (``servecert bench
+    planner`` reads them): SLA attainment of every request and of those outside the allowances, GPU-seconds."""
+    path = os.environ.get(FIGURES_ENV)
+    if not path:
+        return
+    overall, sent = run.attainment(excused=[])
+    judged, counted = run.attainment()
+    figures = {
+        "test": ctx.name,
+        "scenario": run.scenario.name,
+        "requests": sent,
+        "within_sla": overall,
+        "judged_requests": counted,
+        "judged_within_sla": judged,
+        "gpu_seconds": run.gpu_seconds(),
+        "decisions": len(run.harness.decisions),
+        "peak_workers": run.peaks(),
+        "time_scale": run.scale,
+        "machine": run.machine,
+    }
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(figures) + "\n")
 
 
 async def _drive(
