@@ -185,6 +185,12 @@ class ScenarioRun:
         measured = sorted(self.harness.startups()) if isinstance(self.harness, PodScaling) else []
         return max(configured, self.sim(measured[len(measured) // 2])) if measured else configured
 
+    @property
+    def startup_beyond_model_load_s(self) -> float:
+        """Simulated seconds an engine start-up took beyond the model load (0 in the process environment): what a check
+        that names a fixed moment counting one start-up adds to it."""
+        return self.engine_startup_s - self.timeouts.planner_engine_startup_s
+
     def step_allowance(self, added: int) -> float:
         """Simulated seconds a conformant planner may take to add ``added`` workers and settle."""
         t = self.timeouts

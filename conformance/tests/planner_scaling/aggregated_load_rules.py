@@ -23,7 +23,8 @@ saturation guard, so that case cannot tell "either" from "both".)
 
 Judged from the harness's engines and the suite's client: from t=40 s (the backlog of the first
 seconds drained) >= 95% of requests meet both SLAs; from t=24 s (``_scenarios.AGG_SETTLED_AT``:
-two engines overloaded, five averaged rows for the 2-D model, one worker started) the set holds
+two engines overloaded, five averaged rows for the 2-D model, one worker started; on a cluster
+plus what a pod's start-up took beyond the model load, ``ScenarioRun.engine_startup_s``) the set holds
 at least the three that serve the load; once a conformant planner could have added the one
 worker (2 L + start-up, then 3 L) it holds at most three plus one step.
 """
@@ -48,7 +49,10 @@ async def check(ctx: TestContext) -> None:
         ctx, scenario, decode=START, tweak=lambda spec: dataclasses.replace(spec, enable_throughput_scaling=False)
     )
     grown = run.step_allowance(run.scenario.needed_at(0.0) - START)
-    planner_assertions.workers_must_cover_sustained_load(run, planner_scenarios.AGG_SETTLED_AT, run.end_s)
+    # NB: AGG_SETTLED_AT counts one worker's start-up as the model load (3 s); on the cluster a pod takes longer to be
+    # Ready (scheduling, the pod runner, the probe), and the reference's third worker was Ready after t=24 in 2 of 3 runs.
+    settled = planner_scenarios.AGG_SETTLED_AT + run.startup_beyond_model_load_s
+    planner_assertions.workers_must_cover_sustained_load(run, settled, run.end_s)
     planner_assertions.requests_must_meet_sla(
         run, planner_scenarios.LOAD_RULES_SETTLED_AT, what=f"{scenario.name} (aggregated, load rules alone)"
     )
