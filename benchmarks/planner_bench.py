@@ -35,11 +35,11 @@ from typing import Any
 
 from benchmarks import figures as figures_mod
 from benchmarks import flakes_bench
+from conformance.tests.planner_scaling._checks import FIGURES_ENV
 
 PROFILE = "PLANNER-SCALING"
 DEFAULT_TESTS = "PlannerScalingStepReachesSla,PlannerScalingMeetsSlaAfterSettling"
 NAME_WIDTH = 54
-FIGURES_ENV = "SERVECERT_PLANNER_FIGURES"  # NB: the name conformance/tests/planner_scaling/_checks.py reads
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
