@@ -32,8 +32,9 @@ from fixtures import cpu_priority, gc_deferral, load_generator
 from fixtures import planner_calibration as cal
 from fixtures.adapter import AGG, DISAGG, Deployment, DeploymentSpec, PlannedDeployment, PlannerSpec, WorkerSpec
 from fixtures.cluster_env import ClusterEnvironment
+from fixtures.fpm_record import FpmRecord
 from fixtures.loop_lag import LoopLag
-from fixtures.planner_harness import AGG_ROLE, COMPONENTS, ScalingHarness, count_at
+from fixtures.planner_harness import AGG_ROLE, COMPONENTS, START, ScalingHarness, count_at
 from load.shapes import Shape
 from load.shapes.trace import TraceReplay
 
@@ -141,6 +142,7 @@ class ScenarioRun:
     end_s: float
     log: list[str] = field(default_factory=list)
     machine: str = ""  # how the machine treated the scenario: CPU priority and event-loop lag
+    passes: FpmRecord | None = None  # the forward passes of the engines there at t=0, as they published them
 
     @property
     def scale(self) -> float:
@@ -191,12 +193,42 @@ class ScenarioRun:
         that names a fixed moment counting one start-up adds to it."""
         return self.engine_startup_s - self.timeouts.planner_engine_startup_s
 
+    @property
+    def worker_allowance(self) -> float:
+        """Simulated seconds a conformant planner may take to have one more worker serving, once the need is there."""
+        return self.timeouts.planner_step_intervals * self.load_interval + self.engine_startup_s
+
     def step_allowance(self, added: int) -> float:
         """Simulated seconds a conformant planner may take to add ``added`` workers and settle."""
-        t = self.timeouts
-        return added * (t.planner_step_intervals * t.planner_load_interval_s + self.engine_startup_s) + (
-            t.planner_settle_intervals * t.planner_load_interval_s
-        )
+        return added * self.worker_allowance + self.timeouts.planner_settle_intervals * self.load_interval
+
+    def overload_seen_at(self) -> float | None:
+        """Simulated s: the end of the first load interval over which, by ground truth, every engine there at t=0 was
+        above an SLA (seed 003's "ALL TTFT > SLA" or "ALL ITL > SLA"), before the planner added a worker; None if
+        never, or if that truth is missing (an engine published no forward passes).
+        - ITL: each engine's time from one decoding iteration to the next (its ``/events/fpm``, ``FpmRecord``);
+        - TTFT: the median TTFT of the requests sent in the interval (the suite's client).
+        NB: a check that names a fixed moment for a scale-up assumes when the load overloads the engines. Under a load
+        that overloads them slowly (``agg-itl-bound``: the decode KV builds for ~13 s per sequence) that moment moved
+        from run to run, and the reference decided at t=16.3-18.3 in the process environment, 17.9-21.0 on a cluster."""
+        if self.passes is None:
+            return None
+        engines = self.passes.engines()
+        if len(engines) < len(self.passes.followed):
+            return None
+        added = min((self.sim(e.t) for e in self.harness.events if e.t > 0 and e.kind == START), default=self.end_s)
+        step, span = self.load_interval / 4, self.load_interval
+        for i in range(int(added / step) + 1):
+            end = i * step
+            if end < span:
+                continue
+            steps = [self.passes.decode_cadence_s(e, (end - span) / self.scale, end / self.scale) for e in engines]
+            if all(s is not None and self.sim(s) * 1000 > self.planner.itl_ms for s in steps):
+                return end
+            ttfts = sorted(self.sim(r.ttft_s) * 1000 for r in self.judged(end - span, end, []) if r.ttft_s is not None)
+            if ttfts and ttfts[len(ttfts) // 2] > self.planner.ttft_ms:
+                return end
+        return None
 
     def excused(self, initial: int = 1) -> list[tuple[float, float]]:
         """Windows after each rise in needed engines in which the SLA need not hold yet."""
@@ -287,9 +319,12 @@ async def run(
     tweak: Callable[[PlannerSpec], PlannerSpec] | None = None,
     ack_delay_s: float = 0.0,
     acknowledge: bool = True,
+    record_passes: bool = False,
 ) -> ScenarioRun:
     """Deploy, drive ``scenario``, return what happened. ``ack_delay_s`` (simulated) delays the harness's
-    acknowledgements; ``acknowledge=False`` makes it a dead external system (``ScalingHarness``)."""
+    acknowledgements; ``acknowledge=False`` makes it a dead external system (``ScalingHarness``); ``record_passes``
+    keeps the first engines' forward passes (``ScenarioRun.passes``: one more subscriber per engine, so only for the
+    checks that read them)."""
     t = ctx.timeouts
     spec = planner or planner_spec(
         t, isl=scenario.isl, osl=scenario.osl, mode=scenario.mode, ttft_ms=scenario.sla_ms[0], itl_ms=scenario.sla_ms[1]
@@ -323,11 +358,11 @@ async def run(
     with cpu_priority.raised() as priority, gc_deferral.deferred():
         lag.start(scenario.duration_s / t.planner_time_scale + t.request_s)
         try:
-            results, end = await _drive(ctx, deployment, harness, scenario, arrivals)
+            results, end, passes = await _drive(ctx, deployment, harness, scenario, arrivals, record_passes)
         finally:
             await lag.stop()
     outcome = ScenarioRun(scenario, t, spec, results, harness, end * t.planner_time_scale,
-                          machine=f"{priority.outcome}, {lag.summary()}")
+                          machine=f"{priority.outcome}, {lag.summary()}", passes=passes)
     ctx.log.info(outcome.summary())
     ctx.log.info(outcome.timeline())
     _record_figures(ctx, outcome)
@@ -362,24 +397,32 @@ def _record_figures(ctx: TestContext, run: ScenarioRun) -> None:
 
 async def _drive(
     ctx: TestContext, deployment: Deployment, harness: ScalingHarness | PodScaling, scenario: Scenario,
-    arrivals: list[load_generator.Arrival],
-) -> tuple[list[load_generator.Result], float]:
-    """Start the harness, send every arrival, wait out the scenario, stop the harness: the client's results and the
-    scenario's end (real seconds on the harness's clock)."""
+    arrivals: list[load_generator.Arrival], record_passes: bool,
+) -> tuple[list[load_generator.Result], float, FpmRecord | None]:
+    """Start the harness, send every arrival, wait out the scenario, stop the harness: the client's results, the
+    scenario's end (real seconds on the harness's clock) and, with ``record_passes``, the first engines' forward
+    passes."""
     t = ctx.timeouts
     started = time.perf_counter()
     harness.start()
     ctx.add_cleanup(harness.close)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
-        results = await load_generator.run(session, deployment.frontend_url, cal.MODEL, arrivals, started=started,
-                                           timeout_s=t.request_s)
-    remaining = started + scenario.duration_s / t.planner_time_scale - time.perf_counter()
-    if remaining > 0:
-        await asyncio.sleep(remaining)
+        passes = FpmRecord(session, t0=harness.t0) if record_passes else None
+        if passes is not None:
+            passes.follow(deployment.workers)
+        try:
+            results = await load_generator.run(session, deployment.frontend_url, cal.MODEL, arrivals, started=started,
+                                               timeout_s=t.request_s)
+            remaining = started + scenario.duration_s / t.planner_time_scale - time.perf_counter()
+            if remaining > 0:
+                await asyncio.sleep(remaining)
+        finally:
+            if passes is not None:
+                await passes.close()
     end = harness.now()
     await harness.close()
-    return results, end
+    return results, end, passes
 
 
 def value_at(steps: list[tuple[float, int]], t: float) -> int:

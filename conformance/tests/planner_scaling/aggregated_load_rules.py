@@ -27,6 +27,16 @@ two engines overloaded, five averaged rows for the 2-D model, one worker started
 plus what a pod's start-up took beyond the model load, ``ScenarioRun.engine_startup_s``) the set holds
 at least the three that serve the load; once a conformant planner could have added the one
 worker (2 L + start-up, then 3 L) it holds at most three plus one step.
+
+When the two engines were over the SLA later than that calibration assumes, by ground truth
+(``ScenarioRun.overload_seen_at``: every engine's time from one decoding pass to the next, from its
+``/events/fpm``, or the median TTFT the suite's client saw, over one load interval), the set is
+judged from that moment plus one worker's allowance (2 L + start-up), and never later than t=40 s.
+In ``agg-itl-bound`` the decode KV builds for a sequence's whole life (~13 s), so the ITL crosses
+its SLA slowly and at a moment that moves from run to run: t=16 in the process environment,
+17.5-18.0 in three runs on the embedded cluster, where the reference then decided at t=18.1-19.6.
+The fixed t=24 failed the reference there 1 run in 3 (the worker decided at t=21.0, Ready 4.6 s
+later). A planner that never adds the worker still fails: the engines stay over the SLA.
 """
 
 from __future__ import annotations
@@ -46,12 +56,17 @@ START = 2  # aggregated workers at t=0; the load needs three
 async def check(ctx: TestContext) -> None:
     scenario = SCENARIOS[ctx.params["scenario"]]
     run = await planner_checks.run(
-        ctx, scenario, decode=START, tweak=lambda spec: dataclasses.replace(spec, enable_throughput_scaling=False)
+        ctx, scenario, decode=START, tweak=lambda spec: dataclasses.replace(spec, enable_throughput_scaling=False),
+        record_passes=True,
     )
     grown = run.step_allowance(run.scenario.needed_at(0.0) - START)
     # NB: AGG_SETTLED_AT counts one worker's start-up as the model load (3 s); on the cluster a pod takes longer to be
     # Ready (scheduling, the pod runner, the probe), and the reference's third worker was Ready after t=24 in 2 of 3 runs.
     settled = planner_scenarios.AGG_SETTLED_AT + run.startup_beyond_model_load_s
+    seen = run.overload_seen_at()
+    if seen is not None:  # the engines were over the SLA later than the calibration assumed: one worker's time from then
+        settled = min(max(settled, seen + run.worker_allowance), planner_scenarios.LOAD_RULES_SETTLED_AT)
+    ctx.log.info(f"first engines all over an SLA from t={seen} s (ground truth); the worker set judged from t={settled:.1f} s")
     planner_assertions.workers_must_cover_sustained_load(run, settled, run.end_s)
     planner_assertions.requests_must_meet_sla(
         run, planner_scenarios.LOAD_RULES_SETTLED_AT, what=f"{scenario.name} (aggregated, load rules alone)"

@@ -11,8 +11,9 @@ from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 from conformance.tests.planner_scaling import floor_from_perf_model
+from fixtures.fpm_record import FpmRecord, Pass
 from fixtures.load_generator import Result
-from fixtures.planner_harness import EngineEvent, EngineViews
+from fixtures.planner_harness import READY, START, EngineEvent, EngineViews
 
 
 class NoEngines(EngineViews):
@@ -91,3 +92,74 @@ def test_under_steady_load_the_floor_is_the_steady_rate_over_the_profiles_capaci
     two = floor_run(steady, 6.0, [(0.0, 1), (20.0, 3), (40.0, 2)])
     with pytest.raises(AssertionError, match=r"= 3, and the load loop may not go below it"):
         planner_assertions.workers_must_hold_the_profile_floor(two, floor_from_perf_model.PROFILE, 32.0)
+
+
+class Engines(NoEngines):
+    """The harness's record of engines: the two there at t=0 and any added later (real seconds)."""
+
+    def __init__(self, added_at: float | None = None) -> None:
+        super().__init__()
+        self.events = [EngineEvent(0.0, "decode", kind, e) for e in ("a", "b") for kind in (START, READY)]
+        if added_at is not None:
+            self.events.append(EngineEvent(added_at, "decode", START, "c"))
+
+
+def decoding(engine: str, gaps: list[tuple[float, float]], until: float) -> list[Pass]:
+    """Back-to-back decoding passes of ``engine`` every ``gap`` real seconds from each ``(from, gap)`` on, to ``until``."""
+    out: list[Pass] = []
+    t = 0.0
+    for i, (start, gap) in enumerate(gaps):
+        end = gaps[i + 1][0] if i + 1 < len(gaps) else until
+        t = max(t, start)
+        while t < end:
+            out.append(Pass(t, engine, 8, gap / 2))
+            t += gap
+    return out
+
+
+def overload_run(passes: list[Pass], followed: tuple[str, ...] = ("a", "b"), added_at: float | None = None,
+                 results: list[Result] | None = None) -> planner_checks.ScenarioRun:
+    t = Timeouts()
+    scenario = planner_scenarios.AGG_ITL_BOUND
+    spec = planner_checks.planner_spec(t, ttft_ms=scenario.sla_ms[0], itl_ms=scenario.sla_ms[1])
+    record = FpmRecord(session=None)  # type: ignore[arg-type]
+    record.passes, record.followed = passes, list(followed)
+    harness = cast(Any, Engines(added_at))
+    return planner_checks.ScenarioRun(scenario, t, spec, results or [], harness, end_s=scenario.duration_s, passes=record)
+
+
+# Real seconds at the default time scale of 4: a gap of 0.02 s is an ITL of 80 ms, 0.03 s is 120 ms (the SLA: 100 ms).
+SLOW_FROM = 4.0  # t=16 simulated
+
+
+def test_the_overload_is_seen_once_every_first_engine_s_decode_cadence_is_over_the_itl_sla_for_one_interval() -> None:
+    a = decoding("a", [(0.0, 0.02), (SLOW_FROM, 0.03)], 10.0)
+    b = decoding("b", [(0.0, 0.02), (SLOW_FROM + 0.5, 0.03)], 10.0)  # t=18: the later engine decides
+    seen = overload_run(a + b).overload_seen_at()
+    assert seen is not None and 18.0 < seen <= 20.0, seen
+
+
+def test_no_overload_is_seen_while_one_engine_stays_within_the_sla() -> None:
+    a = decoding("a", [(0.0, 0.03)], 10.0)
+    b = decoding("b", [(0.0, 0.02)], 10.0)
+    assert overload_run(a + b).overload_seen_at() is None
+
+
+def test_no_overload_is_seen_after_the_planner_added_a_worker() -> None:
+    slow = decoding("a", [(0.0, 0.02), (SLOW_FROM, 0.03)], 10.0) + decoding("b", [(0.0, 0.02), (SLOW_FROM, 0.03)], 10.0)
+    assert overload_run(slow, added_at=SLOW_FROM - 1.0).overload_seen_at() is None
+    assert overload_run(slow, added_at=SLOW_FROM + 2.0).overload_seen_at() is not None
+
+
+def test_without_the_truth_of_every_first_engine_no_overload_is_seen() -> None:
+    a = decoding("a", [(0.0, 0.03)], 10.0)
+    b = decoding("b", [(0.0, 0.03)], 10.0)
+    assert overload_run(a + b).overload_seen_at() == Timeouts().planner_load_interval_s
+    assert overload_run(a + b, followed=("a", "b", "silent")).overload_seen_at() is None
+
+
+def test_the_overload_is_also_seen_from_the_median_ttft_the_client_saw() -> None:
+    quick = decoding("a", [(0.0, 0.02)], 10.0) + decoding("b", [(0.0, 0.02)], 10.0)
+    late = [ok(2.0 + i * 0.05, ttft_s=1.0) for i in range(20)]  # 4000 ms simulated, over the 3000 ms TTFT SLA
+    seen = overload_run(quick, results=[ok(i * 0.1) for i in range(20)] + late).overload_seen_at()
+    assert seen is not None and 8.0 < seen <= 10.0, seen
