@@ -38,6 +38,7 @@ DECISIONS = (
     "all_above_sla",
     "consolidation_below_sla",
     "scale_down_stabilising",
+    "load_rising",
     "load_scaling_disabled",
     OTHER,
 )

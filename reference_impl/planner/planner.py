@@ -21,7 +21,14 @@ guard: the planner takes the counts that run as its desired counts and decides a
 
 Scale-down stabilisation: a load-based scale-down is carried out only when it was proposed on
 ``config.down_stabilisation_ticks`` consecutive ticks (Kubernetes HPA's stabilisation window, shortened),
-which with the floor's dead band keeps a steady load at a capacity boundary from flapping.
+which with the floor's dead band keeps a steady load at a capacity boundary from flapping. And not
+while the decode component's in-flight work is still rising (its engines' decode KV, summed, grew by
+more than ``RISING_BY`` and more than one request's KV over the last interval: reason ``load_rising``): a decode sequence holds its
+KV for its whole output, so in the first seconds of a load the engines look light, and the
+consolidated ITL estimate allows a removal the load needs back an interval later. (On a cluster
+the reference removed one of two decode workers 4 s into ``decode-bound``'s load and needed
+until t=40 s to climb back to four: PlannerScalingLoadRulesPerComponent, 93.0%.) Prefill work
+lasts one TTFT, so its transient is short and its queue too noisy for the guard.
 
 Aggregated mode (``config.mode == "agg"``, seed 003 "--mode agg"): every worker is one aggregated
 set, scaled as the decode component (prefill stays 0, as Dynamo scales agg workers through their
@@ -68,6 +75,8 @@ IN_PROGRESS = "scaling_in_progress"
 MISMATCH = "worker_count_mismatch"
 MISMATCH_TICKS = 10  # ticks between two warnings about a mismatch
 STABILISING = "scale_down_stabilising"
+RISING = "load_rising"
+RISING_BY = 0.2  # growth of the decode component's in-flight KV over one interval that holds a scale-down
 AGGREGATED = "aggregated_mode"  # the prefill component's reason in aggregated mode: there is none
 
 DecideLoad = Callable[[int, Sequence[float], Sequence[float], float, float, int], load_scaling.LoadProposal]
@@ -142,6 +151,7 @@ class Planner:
         self._mismatch = 0
         self._down_streak: dict[str, int] = {}
         self._loads: list[estimate.EngineLoad] = []  # this tick's per-engine loads, for the diagnostics' engine gauges
+        self._decode_kv: float | None = None  # the decode component's in-flight KV at the last tick that had loads
         self._task: asyncio.Task[None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------
@@ -220,6 +230,7 @@ class Planner:
             self.diagnostics.record(rec, self._loads)
             return rec
 
+        rising = self._decode_rising({w.engine_id for w in decode})
         if await self.connector.in_progress():
             return record(IN_PROGRESS, IN_PROGRESS, "observe")
         if current != self.desired and await self.connector.timed_out():
@@ -240,12 +251,12 @@ class Planner:
                 load_scaling.Signal(itls, itls_after, cfg.itl_ms),
                 cfg.scale_down_sensitivity,
                 cfg.min_endpoint,
-            ))
+            ), rising)
         elif cfg.enable_load_scaling:
             p = self._stabilised("prefill", current.prefill, self.decide_load(
                 current.prefill, ttfts, ttfts_after, cfg.ttft_ms, cfg.scale_down_sensitivity, cfg.min_endpoint))
             d = self._stabilised("decode", current.decode, self.decide_load(
-                current.decode, itls, itls_after, cfg.itl_ms, cfg.scale_down_sensitivity, cfg.min_endpoint))
+                current.decode, itls, itls_after, cfg.itl_ms, cfg.scale_down_sensitivity, cfg.min_endpoint), rising)
         else:
             p = d = load_scaling.LoadProposal(-1, "load_scaling_disabled")
         proposal = Targets(p.target, d.target) if cfg.enable_load_scaling else None
@@ -258,17 +269,35 @@ class Planner:
                 self.desired = target
         return record(p.reason, d.reason, action, notes)
 
-    def _stabilised(self, component: str, current: int, proposal: load_scaling.LoadProposal) -> load_scaling.LoadProposal:
+    def _stabilised(
+        self, component: str, current: int, proposal: load_scaling.LoadProposal, rising: bool = False
+    ) -> load_scaling.LoadProposal:
         """A scale-down only after ``config.down_stabilisation_ticks`` consecutive ticks proposed it (HPA's stabilisation
-        window): one quiet interval between bursts must not remove a worker the next interval needs back."""
+        window): one quiet interval between bursts must not remove a worker the next interval needs back. None while
+        the component's in-flight work is ``rising``."""
         if proposal.target >= current:
             self._down_streak[component] = 0
             return proposal
+        if rising:
+            self._down_streak[component] = 0
+            return load_scaling.LoadProposal(current, RISING)
         self._down_streak[component] = self._down_streak.get(component, 0) + 1
         if self._down_streak[component] < self.config.down_stabilisation_ticks:
             return load_scaling.LoadProposal(current, STABILISING)
         self._down_streak[component] = 0
         return proposal
+
+    def _decode_rising(self, engines: set[str]) -> bool:
+        """True when the decode engines' in-flight KV (scheduled and queued, summed: a worker added or removed does not
+        change the load) grew since the last tick that had loads by more than ``RISING_BY`` and by more than one
+        request's KV (ISL + OSL). NB: without that floor, a fallen load's few sequences moving by a request read as a
+        rise, and held the scale-downs after a fall (ScalesDownAfterLoadFalls[agg-both-loops], under stress)."""
+        loads = [load for load in self._loads if load.engine_id in engines]
+        if not loads:
+            return False
+        kv, before = sum(load.active_decode_kv_tokens for load in loads), self._decode_kv
+        self._decode_kv = kv
+        return before is not None and kv > before * (1.0 + RISING_BY) and kv - before > self.isl + self.osl
 
     async def _throughput(self, workers: list[Worker], now: float) -> tuple[float | None, float | None]:
         cfg = self.config

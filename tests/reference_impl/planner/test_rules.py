@@ -176,3 +176,35 @@ async def test_the_planner_serves_health_while_its_loop_runs() -> None:
             planner.start()
             assert (await client.get("/health")).status == 200
             await planner.stop()
+
+
+async def test_a_scale_down_waits_while_the_decode_component_s_in_flight_kv_is_rising() -> None:
+    """In the first seconds of a long-output load the decode engines look light; before the guard, the reference removed
+    one of two decode workers 4 s into decode-bound's load on a cluster and missed the SLA at t=40 s (93.0%)."""
+    import aiohttp
+
+    from reference_impl.planner import estimate
+    from reference_impl.planner.planner import RISING, Planner, Worker
+
+    class NoWorkers:
+        def workers(self) -> list[Worker]:
+            return []
+
+    def loads(*kv: float) -> list[estimate.EngineLoad]:
+        return [estimate.EngineLoad(f"d{i}", 0.0, k, 0.0, 0.5, 10) for i, k in enumerate(kv)]
+
+    down = load_scaling.LoadProposal(1, load_scaling.DOWN)
+    async with aiohttp.ClientSession() as session:
+        planner = Planner(PlannerConfig(down_stabilisation_ticks=1), NoWorkers(), VirtualConnector(MemoryDecisionStore(), 60), session)
+        decode = {"d0", "d1", "d2"}
+        rising = []
+        planner.isl, planner.osl = 64.0, 32.0  # one request's KV: 96 tokens
+        for kv in ((100.0, 100.0), (200.0, 190.0), (230.0, 230.0), (300.0, 150.0, 10.0), (), (300.0, 200.0), (40.0,), (70.0,)):
+            planner._loads = loads(*kv)
+            rising.append(planner._decode_rising(decode))
+        await planner.stop()
+        # the first tick has nothing to compare; +95%; +18%; a third engine joins: the sum (460) is what counts; no loads;
+        # +40 tokens; a fall; +75% but less than one request's KV (a fallen load's few sequences)
+        assert rising == [False, True, False, False, False, False, False, False]
+        assert planner._stabilised("decode", 2, down, rising=True) == load_scaling.LoadProposal(2, RISING)
+        assert planner._stabilised("decode", 2, down, rising=False) == down
