@@ -83,7 +83,9 @@ def certify_command(args: argparse.Namespace, report_dir: Path) -> list[str]:
     return cmd + (["--run-test", args.run_test] if args.run_test else [])
 
 
-def _wait(proc: subprocess.Popen[bytes], label: str, timeout_s: float, say: Callable[[str], None] | None = None) -> int | None:
+def wait_with_heartbeat(
+    proc: subprocess.Popen[bytes], label: str, timeout_s: float, say: Callable[[str], None] | None = None
+) -> int | None:
     """The exit code, with a heartbeat line (through ``say``, default this bench's); None (stopped) past ``timeout_s``."""
     say = say or _say
     started = time.monotonic()
@@ -128,7 +130,7 @@ def one_run(args: argparse.Namespace, folder: Path, label: str) -> dict[str, Any
     with log.open("wb") as out:
         proc = subprocess.Popen(certify_command(args, folder), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         _say(f"{label}: servecert certify started (pid {proc.pid}; output in {log})")
-        code = _wait(proc, label, args.run_timeout)
+        code = wait_with_heartbeat(proc, label, args.run_timeout)
     seconds = round(time.monotonic() - started, 1)
     failed = failed_tests(folder / "conformance-report.yaml", args.profile)
     run: dict[str, Any] = {"exit_code": code, "seconds": seconds, "certified": code == 0, "report": str(folder)}

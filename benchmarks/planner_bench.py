@@ -75,7 +75,7 @@ def run_planner(args: argparse.Namespace, planner: str, folder: Path) -> dict[st
         cmd = certify_command(args, planner, folder)
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         _say(f"{planner}: servecert certify started (pid {proc.pid}; output in {log})")
-        code = flakes_bench._wait(proc, planner, args.run_timeout, _say)
+        code = flakes_bench.wait_with_heartbeat(proc, planner, args.run_timeout, _say)
     scenarios = [json.loads(line) for line in sink.read_text().splitlines() if line.strip()] if sink.is_file() else []
     _say(f"{planner}: {len(scenarios)} scenario runs in {time.monotonic() - started:.0f}s (exit {code})")
     return {

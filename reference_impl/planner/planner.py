@@ -22,13 +22,14 @@ guard: the planner takes the counts that run as its desired counts and decides a
 Scale-down stabilisation: a load-based scale-down is carried out only when it was proposed on
 ``config.down_stabilisation_ticks`` consecutive ticks (Kubernetes HPA's stabilisation window, shortened),
 which with the floor's dead band keeps a steady load at a capacity boundary from flapping. And not
-while the decode component's in-flight work is still rising (its engines' decode KV, summed, grew by
-more than ``RISING_BY`` and more than one request's KV over the last interval: reason ``load_rising``): a decode sequence holds its
-KV for its whole output, so in the first seconds of a load the engines look light, and the
-consolidated ITL estimate allows a removal the load needs back an interval later. (On a cluster
-the reference removed one of two decode workers 4 s into ``decode-bound``'s load and needed
-until t=40 s to climb back to four: PlannerScalingLoadRulesPerComponent, 93.0%.) Prefill work
-lasts one TTFT, so its transient is short and its queue too noisy for the guard.
+while the decode component's in-flight work is still rising (reason ``load_rising``: its engines'
+decode KV, summed, grew by more than ``RISING_BY`` and more than one request's KV over the last
+interval). A decode sequence holds its KV for its whole output, so in the first seconds of a load
+the engines look light, and the consolidated ITL estimate allows a removal the load needs back an
+interval later. (On a cluster the reference removed one of two decode workers 4 s into
+``decode-bound``'s load and needed until t=40 s to climb back to four:
+PlannerScalingLoadRulesPerComponent, 93.0%.) Prefill work lasts one TTFT, so its transient is
+short and its queue too noisy for the guard.
 
 Aggregated mode (``config.mode == "agg"``, seed 003 "--mode agg"): every worker is one aggregated
 set, scaled as the decode component (prefill stays 0, as Dynamo scales agg workers through their
