@@ -198,9 +198,21 @@ class ScenarioRun:
         """Simulated seconds a conformant planner may take to have one more worker serving, once the need is there."""
         return self.timeouts.planner_step_intervals * self.load_interval + self.engine_startup_s
 
-    def step_allowance(self, added: int) -> float:
-        """Simulated seconds a conformant planner may take to add ``added`` workers and settle."""
-        return added * self.worker_allowance + self.timeouts.planner_settle_intervals * self.load_interval
+    @property
+    def guard_turn(self) -> float:
+        """Simulated seconds of one decision's turn through the pending-desired guard: an engine start-up, then up to a
+        load interval until the next tick sees it done."""
+        return self.load_interval + self.engine_startup_s
+
+    def step_allowance(self, added: int, components: int = 1) -> float:
+        """Simulated seconds a conformant planner may take to add ``added`` workers of each of ``components`` components
+        and settle. With more than one, one more ``guard_turn``: seed 003's guard ("no new scaling action is issued until
+        the previous one completes") holds the whole graph, and decode sees a step only as prefill passes it on, so its
+        need shows (to the load rule, or to the throughput floor at its next window) after prefill's first decision is
+        in flight. NB: on a cluster the reference's first decode worker then came one turn late whenever the floor's
+        window ended just before the step, and PlannerScalingStepReachesSla failed 1 run in 3 (91.9%, idle)."""
+        turns = self.guard_turn if components > 1 else 0.0
+        return added * self.worker_allowance + turns + self.timeouts.planner_settle_intervals * self.load_interval
 
     def overload_seen_at(self) -> float | None:
         """Simulated s: the end of the first load interval over which, by ground truth, every engine there at t=0 was
@@ -238,7 +250,7 @@ class ScenarioRun:
             t = i * step
             now = self.scenario.needed_at(t)
             if now > needed:
-                out.append((t, t + self.step_allowance(now - needed)))
+                out.append((t, t + self.step_allowance(now - needed, len(self.scenario.components))))
             needed = now
         return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, cast
 
 import pytest
@@ -11,6 +12,7 @@ from conformance.tests.planner_scaling import _assertions as planner_assertions
 from conformance.tests.planner_scaling import _checks as planner_checks
 from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 from conformance.tests.planner_scaling import floor_from_perf_model
+from fixtures.adapter import AGG
 from fixtures.fpm_record import FpmRecord, Pass
 from fixtures.load_generator import Result
 from fixtures.planner_harness import READY, START, EngineEvent, EngineViews
@@ -50,6 +52,23 @@ def test_the_misses_name_each_failed_request_with_its_error_and_each_slow_one_wi
 
 def test_nothing_missed_says_so() -> None:
     assert run_of([ok(1.0), ok(2.0)]).misses() == "none missed"
+
+
+def step_run(scenario: planner_checks.Scenario) -> planner_checks.ScenarioRun:
+    t = Timeouts()
+    return planner_checks.ScenarioRun(scenario, t, planner_checks.planner_spec(t), [], cast(Any, NoEngines()), end_s=70.0)
+
+
+def test_a_step_both_components_climb_waits_one_guard_turn_more_than_one_component_s() -> None:
+    """Seed 003's pending-desired guard holds the whole graph: decode's first worker waits for prefill's first decision."""
+    t = Timeouts()
+    run = step_run(planner_scenarios.STEP_X4)
+    turn = t.planner_load_interval_s + t.planner_engine_startup_s
+    assert run.guard_turn == turn
+    assert run.step_allowance(3, 2) == run.step_allowance(3) + turn
+    assert run.excused() == [(planner_scenarios.STEP_AT, planner_scenarios.STEP_AT + run.step_allowance(3, 2))]
+    agg = step_run(dataclasses.replace(planner_scenarios.STEP_X4, mode=AGG))
+    assert agg.excused() == [(planner_scenarios.STEP_AT, planner_scenarios.STEP_AT + agg.step_allowance(3))]
 
 
 class HeldSteps:
