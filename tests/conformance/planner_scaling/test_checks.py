@@ -88,6 +88,40 @@ def floor_run(scenario: planner_checks.Scenario, window_s: float, steps: list[tu
     return planner_checks.ScenarioRun(scenario, t, spec, [], harness, end_s=scenario.duration_s)
 
 
+class Counts:
+    """Every component's workers over time (simulated s): serving, and held (loading or serving)."""
+
+    def __init__(self, ready: list[tuple[float, int]], held: list[tuple[float, int]], scale: float) -> None:
+        self.ready, self.held = [(t / scale, n) for t, n in ready], [(t / scale, n) for t, n in held]
+
+    def ready_counts(self, component: str) -> list[tuple[float, int]]:
+        return self.ready
+
+    def held_counts(self, component: str) -> list[tuple[float, int]]:
+        return self.held
+
+
+def scaled_down(ready: list[tuple[float, int]], held: list[tuple[float, int]]) -> planner_checks.ScenarioRun:
+    t = Timeouts()
+    harness = cast(Any, Counts(ready, held, t.planner_time_scale))
+    scenario = planner_scenarios.UP_AND_DOWN
+    return planner_checks.ScenarioRun(scenario, t, planner_checks.planner_spec(t), [], harness, end_s=scenario.duration_s)
+
+
+def test_a_worker_added_after_the_load_fell_is_one_more_to_remove_and_given_its_time() -> None:
+    """UP_AND_DOWN falls at t=36 s: first removal by t=56 s, then 8 s per further worker held after the fall."""
+    fall, rise = planner_scenarios.FALL_AT, planner_scenarios.RISE_AT
+    ready = [(0.0, 1), (20.0, 2), (43.0, 3), (52.0, 2), (60.0, 1)]
+    held = [(0.0, 1), (14.0, 2), (37.0, 3), (52.0, 2), (60.0, 1)]  # NB: the third, added at t=37 s, serves at t=43 s
+    planner_assertions.workers_must_scale_down_after(scaled_down(ready, held), fall, rise)
+    late = [(0.0, 1), (20.0, 2), (43.0, 3), (52.0, 2), (66.0, 1)]
+    with pytest.raises(AssertionError, match=r"2 workers at t=64.0 s, 28.0 s after load fell with 3 held"):
+        planner_assertions.workers_must_scale_down_after(scaled_down(late, [*held[:4], (66.0, 1)]), fall, rise)
+    first_late = [(0.0, 1), (20.0, 2), (58.0, 1)]
+    with pytest.raises(AssertionError, match=r"the first scale-down must come by t=56.0 s, it came at t=58.0 s"):
+        planner_assertions.workers_must_scale_down_after(scaled_down(first_late, [(0.0, 1), (14.0, 2), (58.0, 1)]), fall, rise)
+
+
 def test_a_short_idle_period_does_not_lower_the_floor_the_check_demands() -> None:
     dip, window = planner_scenarios.SHORT_DIP, planner_scenarios.DIP_WINDOW_S
     held = floor_run(dip, window, [(0.0, 1), (40.0, 2)])
