@@ -36,7 +36,7 @@ TEST = ConformanceTest(
         "Why Two Scaling Loops?",
         "while still allowing the planner to react faster than the throughput interval when real-time SLA pressure appears.",
         note="The allowance (per worker needed, planner_step_intervals load intervals plus one engine start-up, plus "
-        "planner_settle_intervals) follows +/-1 per interval, and its one guard turn the pending-desired guard (Scaling "
+        "planner_settle_intervals) follows +/-1 per interval, and its one guard turn follows the pending-desired guard (Scaling "
         "Decisions); it and the 95% figure are the suite's.",
     ),
 )
