@@ -137,21 +137,22 @@ def workers_must_scale_down_after(run: ScenarioRun, fall: float, before_rise: fl
     for component in COMPONENTS:
         ready, held = run.ready(component), run.held(component)
         base = max(value_at(ready, before_rise), run.planner.min_endpoint)
-        stops = [at for at, d in _changes(run, component) if at >= fall and d < 0]
+        changes = _changes(run, component)
+        stops = [at for at, d in changes if at >= fall and d < 0]
         until = stops[0] if stops else run.end_s
         high = max([value_at(held, fall)] + [n for at, n in held if fall <= at < until])
         if high <= base:
             continue
-        changes = [(round(a, 1), d) for a, d in _changes(run, component)]
+        shown = [(round(a, 1), d) for a, d in changes]
         assert stops and stops[0] <= first_deadline, (
             f"{component}: load fell at t={fall:.1f} s with {high} workers held; the first scale-down must come by "
-            f"t={first_deadline:.1f} s, " + (f"it came at t={stops[0]:.1f} s" if stops else "none came") + f"; changes were {changes}"
+            f"t={first_deadline:.1f} s, " + (f"it came at t={stops[0]:.1f} s" if stops else "none came") + f"; changes were {shown}"
         )
         deadline = first_deadline + (high - base - 1) * t.planner_scale_down_intervals * t.planner_load_interval_s
         n = value_at(ready, deadline)
         assert n <= base, (
             f"{component}: {n} workers at t={deadline:.1f} s, {deadline - fall:.1f} s after load fell with {high} held; it had "
-            f"{base} before the load rose and must be back there by then; changes were {changes}"
+            f"{base} before the load rose and must be back there by then; changes were {shown}"
         )
 
 

@@ -28,10 +28,10 @@ class NoEngines(EngineViews):
         self.decisions: list[object] = []
 
 
-def run_of(results: list[Result]) -> planner_checks.ScenarioRun:
+def run_of(results: list[Result], scenario: planner_checks.Scenario = planner_scenarios.BURST) -> planner_checks.ScenarioRun:
     t = Timeouts()
     harness = cast(Any, NoEngines())
-    return planner_checks.ScenarioRun(planner_scenarios.BURST, t, planner_checks.planner_spec(t), results, harness, end_s=60.0)
+    return planner_checks.ScenarioRun(scenario, t, planner_checks.planner_spec(t), results, harness, end_s=60.0)
 
 
 def ok(sent_s: float, ttft_s: float = 0.01) -> Result:
@@ -54,31 +54,31 @@ def test_nothing_missed_says_so() -> None:
     assert run_of([ok(1.0), ok(2.0)]).misses() == "none missed"
 
 
-def step_run(scenario: planner_checks.Scenario) -> planner_checks.ScenarioRun:
-    t = Timeouts()
-    return planner_checks.ScenarioRun(scenario, t, planner_checks.planner_spec(t), [], cast(Any, NoEngines()), end_s=70.0)
-
-
 def test_a_step_both_components_climb_waits_one_guard_turn_more_than_one_component_s() -> None:
     """Seed 003's pending-desired guard holds the whole graph: decode's first worker waits for prefill's first decision."""
     t = Timeouts()
-    run = step_run(planner_scenarios.STEP_X4)
+    run = run_of([], planner_scenarios.STEP_X4)
     turn = t.planner_load_interval_s + t.planner_engine_startup_s
     assert run.guard_turn == turn
     assert run.step_allowance(3, 2) == run.step_allowance(3) + turn
     assert run.excused() == [(planner_scenarios.STEP_AT, planner_scenarios.STEP_AT + run.step_allowance(3, 2))]
-    agg = step_run(dataclasses.replace(planner_scenarios.STEP_X4, mode=AGG))
+    agg = run_of([], dataclasses.replace(planner_scenarios.STEP_X4, mode=AGG))
     assert agg.excused() == [(planner_scenarios.STEP_AT, planner_scenarios.STEP_AT + agg.step_allowance(3))]
 
 
 class HeldSteps:
-    """The harness's ground truth reduced to what the floor check reads: serving workers over time (real seconds)."""
+    """The harness's ground truth reduced to what the floor and scale-down checks read: every component's serving
+    workers over time, and its held ones (loading or serving; default: the serving ones), given in simulated s."""
 
-    def __init__(self, steps: list[tuple[float, int]], scale: float) -> None:
+    def __init__(self, steps: list[tuple[float, int]], scale: float, held: list[tuple[float, int]] | None = None) -> None:
         self.steps = [(t / scale, n) for t, n in steps]
+        self.held = self.steps if held is None else [(t / scale, n) for t, n in held]
 
     def ready_counts(self, component: str) -> list[tuple[float, int]]:
         return self.steps
+
+    def held_counts(self, component: str) -> list[tuple[float, int]]:
+        return self.held
 
 
 def floor_run(scenario: planner_checks.Scenario, window_s: float, steps: list[tuple[float, int]]) -> planner_checks.ScenarioRun:
@@ -88,22 +88,9 @@ def floor_run(scenario: planner_checks.Scenario, window_s: float, steps: list[tu
     return planner_checks.ScenarioRun(scenario, t, spec, [], harness, end_s=scenario.duration_s)
 
 
-class Counts:
-    """Every component's workers over time (simulated s): serving, and held (loading or serving)."""
-
-    def __init__(self, ready: list[tuple[float, int]], held: list[tuple[float, int]], scale: float) -> None:
-        self.ready, self.held = [(t / scale, n) for t, n in ready], [(t / scale, n) for t, n in held]
-
-    def ready_counts(self, component: str) -> list[tuple[float, int]]:
-        return self.ready
-
-    def held_counts(self, component: str) -> list[tuple[float, int]]:
-        return self.held
-
-
 def scaled_down(ready: list[tuple[float, int]], held: list[tuple[float, int]]) -> planner_checks.ScenarioRun:
     t = Timeouts()
-    harness = cast(Any, Counts(ready, held, t.planner_time_scale))
+    harness = cast(Any, HeldSteps(ready, t.planner_time_scale, held))
     scenario = planner_scenarios.UP_AND_DOWN
     return planner_checks.ScenarioRun(scenario, t, planner_checks.planner_spec(t), [], harness, end_s=scenario.duration_s)
 
