@@ -3,7 +3,7 @@
 Each router in turn sits in front of one prefill and one decode fake engine (time scale 0, one
 process each, speaking that router's handshake: the suite's runtime API for the reference
 frontend, vLLM's ``kv_transfer_params`` for vllm-router, SGLang's bootstrap room for
-sglang-router) and is driven by ``shared/bench/openai_load.py`` *unchanged* (closed loop,
+sglang-router) and is driven by ``benchmarks/scripts/openai_load.py`` *unchanged* (closed loop,
 64-word prompts, streaming) at each requested concurrency. The baseline is the reference
 frontend measured in the same run: every other router's figures come with their ratio to it.
 Routers that are not installed are skipped with the command that installs them. The load

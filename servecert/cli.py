@@ -232,11 +232,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench_engine = bench.add_parser("engine", help="SSE throughput of one engine and RSS of many idle engines")
     engine_bench.add_arguments(bench_engine)
     bench_engine.set_defaults(run=_bench_engine)
-    bench_router = bench.add_parser("router", help="frontend + 2 engines under shared/bench/openai_load.py; routing decision time")
+    bench_router = bench.add_parser("router", help="frontend + 2 engines under the project's load script; routing decision time")
     router_bench.add_arguments(bench_router)
     bench_router.set_defaults(run=_bench_router)
     bench_pd = bench.add_parser(
-        "pd-routers", help="the reference frontend, vllm-router and sglang-router side by side in P/D under shared/bench/openai_load.py"
+        "pd-routers", help="the reference frontend, vllm-router and sglang-router side by side in P/D under the project's load script"
     )
     pd_routers_bench.add_arguments(bench_pd)
     bench_pd.set_defaults(run=_bench_pd_routers)
