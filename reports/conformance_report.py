@@ -14,7 +14,8 @@ extended section an unsupported feature is not a skip: it is declared in ``unsup
 and its tests are left out of the statistics (declare unsupported rather than skip, gateway-api
 PR #3651). ``provisional-skipped`` tests count nowhere, nor do the tests of a feature the run's
 environment cannot judge (``ProfileSpec.elsewhere``; listed under ``judgedElsewhere``, and such a
-core feature is not missing when unsupported). A section's result is ``failure`` when a
+core feature is not missing when unsupported), nor do the tests another environment of the profile
+judges instead of this one (``ProfileSpec.elsewhere_tests``, also listed there). A section's result is ``failure`` when a
 test failed, ``partial`` when none failed but one was skipped (core also: a core feature is
 unsupported, or no core test ran at all), ``success`` otherwise.
 """
@@ -76,6 +77,8 @@ class ProfileSpec:
     extended: frozenset[str]
     elsewhere: frozenset[str] = frozenset()
     """Features this run's environment cannot judge: their tests count nowhere here (``judgedElsewhere``)."""
+    elsewhere_tests: frozenset[str] = frozenset()
+    """Tests another environment of the profile judges, not this run's: they too count nowhere here."""
 
     def covers(self, features: Iterable[str]) -> bool:
         wanted = set(features)
@@ -159,7 +162,7 @@ def profile_report(profile: ProfileSpec, records: Iterable[CaseRecord], supporte
     elsewhere: dict[str, list[str]] = {CORE: [], EXTENDED: []}
     for test, cases in _by_test(r for r in records if profile.covers(r.features)).items():
         section = profile.section(cases[0].features)
-        if set(cases[0].features) & profile.elsewhere:
+        if set(cases[0].features) & profile.elsewhere or test in profile.elsewhere_tests:
             elsewhere[section].append(test)
             continue
         status = test_status(r.status for r in cases)
@@ -169,7 +172,7 @@ def profile_report(profile: ProfileSpec, records: Iterable[CaseRecord], supporte
     unsupported_core = sorted(profile.core - supported - profile.elsewhere)
     core = _section(CORE, statuses[CORE], unsupported_core=unsupported_core)
     extended = _section(EXTENDED, statuses[EXTENDED])
-    if profile.elsewhere:
+    if profile.elsewhere or profile.elsewhere_tests:
         core["judgedElsewhere"], extended["judgedElsewhere"] = sorted(elsewhere[CORE]), sorted(elsewhere[EXTENDED])
     extended["supportedFeatures"] = sorted(profile.extended & supported)
     extended["unsupportedFeatures"] = sorted(profile.extended - supported)

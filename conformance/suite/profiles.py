@@ -7,16 +7,21 @@ features belong to the profile; the report gives each profile a core and an exte
 A feature that only one environment can show (``judged_in``: PLANNER-SCALING's connectors, the
 Virtual one in process, the Kubernetes one on a cluster) is judged there alone: elsewhere its
 tests count nowhere and the report lists them as judged elsewhere, rather than as skips that
-would leave every run partial.
+would leave every run partial. The same holds for a test that runs in only some of its profile's
+environments (``ConformanceTest.environments``): the others list it as judged elsewhere.
 Downstream suites may ``register`` profiles of their own (from a pytest plugin loaded with ``-p``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from conformance.suite import features
+
+if TYPE_CHECKING:
+    from conformance.suite.test_case import ConformanceTest
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,18 @@ class Profile:
     def judged_elsewhere(self, environment: str) -> frozenset[str]:
         """The profile's features that ``environment`` cannot judge."""
         return frozenset(f for f, envs in self.judged_in.items() if environment not in envs)
+
+    def tests_judged_elsewhere(self, tests: Iterable[ConformanceTest], environment: str) -> frozenset[str]:
+        """The profile's tests that run in another of its environments, not in ``environment``: a test declares where it
+        adds evidence (``ConformanceTest.environments``), and a rule the process environment judges in full need not
+        be judged again on a cluster that adds nothing to it (``docs/suite.md``, "Which environment judges what")."""
+        if environment not in self.environments:
+            return frozenset()
+        return frozenset(
+            test.short_name
+            for test in tests
+            if self.covers(test.features) and environment not in test.environments and test.environments & self.environments
+        )
 
     @property
     def features(self) -> frozenset[str]:

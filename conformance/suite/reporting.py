@@ -124,7 +124,11 @@ def build(
         timeout_overrides=settings.run.timeouts.overrides(),
         timeouts_beyond_bounds=settings.run.timeouts.beyond_bounds(),
     )
-    specs = [cr.ProfileSpec(p.name, p.core, p.extended, p.judged_elsewhere(settings.run.env)) for p in settings.profiles]
+    env = settings.run.env
+    specs = [
+        cr.ProfileSpec(p.name, p.core, p.extended, p.judged_elsewhere(env), p.tests_judged_elsewhere(tests, env))
+        for p in settings.profiles
+    ]
     cases = case_records(tests, records)
     return cr.build(run, specs, cases), specs, cases
 

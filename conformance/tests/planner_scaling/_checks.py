@@ -40,6 +40,14 @@ from load.shapes.trace import TraceReplay
 
 DEFAULT_BUDGET = 10
 FIGURES_ENV = "SERVECERT_PLANNER_FIGURES"
+ALGORITHM_JUDGED_IN = frozenset({"process"})
+"""Where the rules of the planner's own algorithm are judged (load rules, floor, bounds, stability, settled SLA): the
+process environment, which drives the same planner code and scenarios through the Virtual connector. A cluster adds
+the Kubernetes connector, pods and the operator, and judges them in the tests that need them
+(``PlannerScalesItsOwnDgdByType``, ``PlannerValidatesItsDgdAtStartUp``, ``PlannerScalingStepReachesSla`` with real
+start-ups, ``PlannerScalingGpuBudgetNeverExceeded`` on the pods' GPUs); judging every algorithm rule again there
+added nothing to them and cost about 9 minutes of each ``make certify``, in which a busy machine's slow pods, not the
+planner, failed scale-down deadlines (``docs/suite.md``, "Which environment judges what")."""
 
 
 @dataclass(frozen=True)

@@ -162,3 +162,27 @@ def test_a_skip_of_a_feature_this_environment_judges_still_makes_it_partial() ->
     spec = cr.ProfileSpec("SAMPLE", core=frozenset({CORE_A, CORE_B}), extended=frozenset({EXT_A}), elsewhere=frozenset({CORE_B}))
     records = [cr.CaseRecord("TestA", "default", cr.SKIPPED, (CORE_A,)), cr.CaseRecord("TestB", "default", cr.PASSED, (CORE_B,))]
     assert cr.profile_report(spec, records, supported=frozenset({CORE_A, CORE_B}))["core"]["result"] == cr.PARTIAL
+
+
+def test_a_test_another_environment_of_the_profile_judges_counts_nowhere_and_is_listed() -> None:
+    """PLANNER-SCALING's rules the process environment judges in full: on a cluster they are not skips (which would leave
+    the cluster's run partial) but listed as judged elsewhere; a wrong-environment test not listed so still is a skip."""
+    spec = cr.ProfileSpec("SAMPLE", core=frozenset({CORE_A}), extended=frozenset(), elsewhere_tests=frozenset({"TestB"}))
+    records = [case("TestA", cr.PASSED), case("TestB", cr.WRONG_ENVIRONMENT)]
+    report = cr.profile_report(spec, records, supported=frozenset({CORE_A}))
+    assert report["core"]["result"] == cr.SUCCESS, report
+    assert report["core"]["statistics"] == {"passed": 1, "failed": 0, "skipped": 0}
+    assert report["core"]["judgedElsewhere"] == ["TestB"]
+    unlisted = cr.ProfileSpec("SAMPLE", core=frozenset({CORE_A}), extended=frozenset())
+    assert cr.profile_report(unlisted, records, supported=frozenset({CORE_A}))["core"]["result"] == cr.PARTIAL
+
+
+def test_the_profile_lists_the_tests_only_its_other_environments_run() -> None:
+    from conformance.suite import collect, profiles
+
+    tests = collect.collect()
+    on_cluster = profiles.PLANNER_SCALING.tests_judged_elsewhere(tests, "cluster")
+    in_process = profiles.PLANNER_SCALING.tests_judged_elsewhere(tests, "process")
+    assert "PlannerScalingAcknowledgementGuard" in on_cluster and "PlannerScalesItsOwnDgdByType" in in_process
+    assert not on_cluster & in_process
+    assert not profiles.ROLLOUT_ISOLATION.tests_judged_elsewhere(tests, "process"), "a cluster-only profile has no elsewhere"
