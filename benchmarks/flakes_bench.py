@@ -2,8 +2,9 @@
 
 Data flow::
 
-    --runs N, --profile P, --implementation I, --env E [--run-test T] [--stress K]
-        -> (with --stress K) Debian's ``stress --cpu K`` runs for the whole measurement
+    --runs N, --profile P|ALL, --implementation I, --env E [--run-test T] [--stress K] [--neighbour K]
+        -> (with --stress K) Debian's ``stress --cpu K`` runs for the whole measurement; (with
+           --neighbour K) ``stress --cpu K`` at nice 10: a neighbour, as a developer's other work is
         -> N times: ``servecert certify ...`` in a subprocess, its output kept in run-<i>/output.log,
            its report in run-<i>/conformance-report.yaml; a line on stderr when it starts, every
            ``HEARTBEAT_S`` while it runs, and when it ends
@@ -12,8 +13,9 @@ Data flow::
 
 Why: a verdict a busy machine flips is a defect of the suite or of the implementation, and one
 run shows neither. This is how the suite's notes count "10 consecutive certifications quiet and
-5 under ``stress --cpu 2``". Figures only: it exits 0 whatever the runs concluded, and 2 when it
-could not run them.
+5 under ``stress --cpu 2``". ``--profile ALL`` certifies every profile the environment runs, as
+``make certify`` does. Figures only: it exits 0 whatever the runs concluded, and 2 when it could
+not run them.
 """
 
 from __future__ import annotations
@@ -37,18 +39,24 @@ import yaml
 from benchmarks import figures as figures_mod
 
 HEARTBEAT_S = 30.0
+ALL = "ALL"
+"""``--profile ALL``: every profile the environment runs (certify without ``--profile``)."""
+NEIGHBOUR_NICE = 10
 ASSERTION_LINES = 3
 """Assertion lines kept per failed run (each cut to ``ASSERTION_CHARS``)."""
 ASSERTION_CHARS = 600
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", default="ROLLOUT-ISOLATION", help="the conformance profile to certify each time")
+    p.add_argument("--profile", default="ROLLOUT-ISOLATION", help=f"the conformance profile to certify each time ({ALL}: every one)")
     p.add_argument("--runs", type=int, default=5, help="certifications in a row")
     p.add_argument("--implementation", default="reference", help="as for servecert certify")
     p.add_argument("--env", default="cluster", help="as for servecert certify")
     p.add_argument("--run-test", help="as for servecert certify: only these tests")
     p.add_argument("--stress", type=int, default=0, help="keep `stress --cpu K` (Debian's stress) running throughout (0: quiet)")
+    p.add_argument(
+        "--neighbour", type=int, default=0, help=f"keep `stress --cpu K` at nice {NEIGHBOUR_NICE} running throughout: a neighbour"
+    )
     p.add_argument("--run-timeout", type=float, default=1800.0, help="seconds one certification may take before it is stopped")
     p.add_argument("--report-dir", type=Path, help="where each run's report and output go (default: reports/flakes/<profile>-<time>)")
     p.add_argument("--json", type=Path, help="also write the figures here")
@@ -59,16 +67,18 @@ def _say(line: str) -> None:
 
 
 @contextlib.contextmanager
-def stressed(cpus: int) -> Iterator[None]:
-    """``stress --cpu cpus`` for the duration (nothing when 0); stopped by its process group, which only it is in."""
+def stressed(cpus: int, nice: int = 0) -> Iterator[None]:
+    """``stress --cpu cpus`` at ``nice`` for the duration (nothing when 0); stopped by its process group, which only it is
+    in."""
     if cpus <= 0:
         yield
         return
     binary = shutil.which("stress")
     if binary is None:
-        raise SystemExit("servecert bench flakes: --stress needs Debian's `stress` (apt-get install stress); or leave --stress out")
-    proc = subprocess.Popen([binary, "--cpu", str(cpus)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    _say(f"stress --cpu {cpus} running (pid {proc.pid})")
+        raise SystemExit("servecert bench flakes: --stress and --neighbour need Debian's `stress` (apt-get install stress)")
+    command = ["nice", "-n", str(nice), binary, "--cpu", str(cpus)] if nice else [binary, "--cpu", str(cpus)]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    _say(f"{' '.join(command[:3]) + ' ' if nice else ''}stress --cpu {cpus} running (pid {proc.pid})")
     try:
         yield
     finally:
@@ -79,7 +89,7 @@ def stressed(cpus: int) -> Iterator[None]:
 
 def certify_command(args: argparse.Namespace, report_dir: Path) -> list[str]:
     cmd = [sys.executable, "-m", "servecert", "certify", "--implementation", args.implementation, "--env", args.env]
-    cmd += ["--profile", args.profile, "--report-dir", str(report_dir)]
+    cmd += (["--profile", args.profile] if args.profile != ALL else []) + ["--report-dir", str(report_dir)]
     return cmd + (["--run-test", args.run_test] if args.run_test else [])
 
 
@@ -117,10 +127,10 @@ def failed_tests(report_path: Path, profile: str) -> list[str] | None:
     if not report_path.is_file():
         return None
     report = yaml.safe_load(report_path.read_text()) or {}
-    found = [p for p in report.get("profiles") or [] if p.get("name") == profile]
+    found = [p for p in report.get("profiles") or [] if profile in (ALL, p.get("name"))]
     if not found:
         return None
-    return [t for level in ("core", "extended") for t in (found[0].get(level) or {}).get("failedTests") or []]
+    return [t for p in found for level in ("core", "extended") for t in (p.get(level) or {}).get("failedTests") or []]
 
 
 def one_run(args: argparse.Namespace, folder: Path, label: str) -> dict[str, Any]:
@@ -152,6 +162,7 @@ def summary(runs: Sequence[dict[str, Any]], args: argparse.Namespace) -> dict[st
         "env": args.env,
         "run_test": args.run_test,
         "stress_cpus": args.stress,
+        "neighbour_cpus": args.neighbour,
         "runs": len(runs),
         "certified": sum(1 for r in runs if r["certified"]),
         "failed": sum(1 for r in runs if not r["certified"]),
@@ -168,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     folder = args.report_dir or Path("reports/flakes") / f"{args.profile}-{stamp}"
     runs: list[dict[str, Any]] = []
-    with stressed(args.stress):
+    with stressed(args.stress), stressed(args.neighbour, NEIGHBOUR_NICE):
         for i in range(args.runs):
             runs.append(one_run(args, folder / f"run-{i + 1}", f"run {i + 1}/{args.runs}"))
     figures = summary(runs, args)

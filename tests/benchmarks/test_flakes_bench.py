@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def test_three_runs_count_the_certified_ones_and_name_each_failure_with_its_test
     script.write_text(FAKE_CERTIFY)
     monkeypatch.setattr(flakes_bench, "certify_command", lambda _args, folder: [sys.executable, str(script), "--report-dir", str(folder)])
     args = argparse.Namespace(
-        profile="ROUTER-TOPOLOGY", runs=3, implementation="x", env="process", run_test=None, stress=0, run_timeout=60.0,
+        profile="ROUTER-TOPOLOGY", runs=3, implementation="x", env="process", run_test=None, stress=0, neighbour=0, run_timeout=60.0,
         report_dir=tmp_path / "flakes", json=tmp_path / "figures.json",
     )  # fmt: skip
     assert flakes_bench.run(args) == 0
@@ -53,6 +54,30 @@ def test_the_command_is_servecert_certify_with_the_given_options(tmp_path: Path)
         "-m", "servecert", "certify", "--implementation", "reference", "--env", "cluster", "--profile", "ROLLOUT-ISOLATION",
         "--report-dir", str(tmp_path), "--run-test", "RolloutSteps",
     ]  # fmt: skip
+
+
+def test_all_profiles_is_certify_without_a_profile_and_gathers_every_profiles_failures(tmp_path: Path) -> None:
+    args = argparse.Namespace(implementation="reference", env="process", profile=flakes_bench.ALL, run_test=None)
+    assert "--profile" not in flakes_bench.certify_command(args, tmp_path)
+    report = tmp_path / "conformance-report.yaml"
+    report.write_text(
+        "profiles:\n- name: A\n  core: {failedTests: [TestA]}\n- name: B\n  core: {failedTests: []}\n  extended: {failedTests: [TestB]}\n"
+    )
+    assert flakes_bench.failed_tests(report, flakes_bench.ALL) == ["TestA", "TestB"]
+    assert flakes_bench.failed_tests(report, "B") == ["TestB"]
+
+
+def test_the_neighbour_runs_at_nice_10_and_is_stopped_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = tmp_path / "stress"
+    fake.write_text("#!/bin/sh\nexec sleep 60\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(flakes_bench.shutil, "which", lambda _: str(fake))
+    with flakes_bench.stressed(1, flakes_bench.NEIGHBOUR_NICE):
+        pid = int(capsys.readouterr().err.rsplit("(pid ", 1)[1].split(")")[0])
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + flakes_bench.NEIGHBOUR_NICE)
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
 
 
 def test_assertion_lines_are_pytests_e_lines_deduplicated_and_bounded() -> None:
