@@ -15,9 +15,9 @@ and its tests are left out of the statistics (declare unsupported rather than sk
 PR #3651). ``provisional-skipped`` tests count nowhere, nor do the tests of a feature the run's
 environment cannot judge (``ProfileSpec.elsewhere``; listed under ``judgedElsewhere``, and such a
 core feature is not missing when unsupported), nor do the tests another environment of the profile
-judges instead of this one (``ProfileSpec.elsewhere_tests``, also listed there). A section's result is ``failure`` when a
-test failed, ``partial`` when none failed but one was skipped (core also: a core feature is
-unsupported, or no core test ran at all), ``success`` otherwise.
+judges instead of this one (``ProfileSpec.elsewhere_tests``, also listed there). A section's
+result is ``failure`` when a test failed, ``partial`` when none failed but one was skipped (core
+also: a core feature is unsupported, or no core test ran at all), ``success`` otherwise.
 """
 
 from __future__ import annotations
