@@ -9,9 +9,7 @@ handler reads) in the waiting queue. One scheduler loop per engine repeats an *i
    chained block hashes). When a running sequence needs a block and none is free or evictable,
    the most recently admitted sequence is preempted (LIFO) and later recomputed.
 2. The timing model prices the iteration (prefill of T new tokens plus one decode step at the
-   current KV utilisation); the loop sleeps that long divided by the time scale (0 = no sleep),
-   less however late the previous iterations ended while the engine stayed busy (``fakes.pacing``:
-   a busy machine's late wake-ups are made up, not passed on as simulated time).
+   current KV utilisation); the loop sleeps that long divided by the time scale (0 = no sleep).
 3. ``_complete`` advances every scheduled sequence, registers newly full blocks (KV ``stored``
    events), and emits a token for each sequence whose context is fully computed. A prefill-role
    engine instead pins the sequence's blocks under a ``KvHandle`` for a decode engine to pull.
@@ -40,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fakes import faults as faults_mod
-from fakes import groundtruth, metrics, network, pacing, timing
+from fakes import groundtruth, metrics, network, timing
 from fakes.kv_pool import KvPool
 from fakes.topology_env import TopologyConfig
 from protocol import engine_api, event_loop, streams, tokenizer, waiting
@@ -211,8 +209,6 @@ class Engine:
         self.log = groundtruth.GroundTruthLog()
         self.faults = faults_mod.FaultState(config.faults)
         self.metrics = metrics.EngineMetrics(config.model, lambda: len(self.running), lambda: len(self.waiting), self.pool.usage)
-        self.pace = pacing.Pace()
-        self.metrics.pace(lambda: self.pace.made_up_s, lambda: self.pace.lost_s)
         self.kv_events: deque[streams.KvEvent] = deque(maxlen=65536)
         self.kv_listeners: list[Callable[[streams.KvEvent], None]] = []
         self.fpm_listeners: list[Callable[[streams.ForwardPassMetrics], None]] = []
@@ -423,7 +419,6 @@ class Engine:
         cfg = self.config
         while not self._stopping:
             if not self.running and not self.waiting:
-                self.pace.idle()
                 self._wake.clear()
                 try:
                     await asyncio.wait_for(self._wake.wait(), timeout=cfg.heartbeat_seconds)
@@ -434,7 +429,6 @@ class Engine:
             if self._stall_pending:
                 self._stall_pending = False
                 await asyncio.sleep(self.faults.faults.stall_seconds)
-                self.pace.idle()  # NB: an injected stall is meant as lost time: never made up
             if cfg.time_scale > 0:
                 plan = self._schedule()
                 if not plan:
@@ -442,8 +436,8 @@ class Engine:
                     continue
                 prefill_ns, decode_kvs = _classify(plan)
                 ms = self._iteration_ms(sum(prefill_ns), bool(decode_kvs))
-                # NB: awaited even when nothing is left to sleep, so the handlers write the tokens of a catch-up.
-                await asyncio.sleep(self.pace.sleep_s(ms / 1000.0 / cfg.time_scale, time.monotonic()))
+                if ms > 0:
+                    await asyncio.sleep(ms / 1000.0 / cfg.time_scale)
                 if self.crashed:
                     return
                 self._complete(plan)
@@ -470,7 +464,6 @@ class Engine:
 
     async def _idle_wait(self) -> None:
         """Nothing could be scheduled (the pool is held by pinned KV): wait for a change, bounded."""
-        self.pace.idle()
         self._wake.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout=BLOCKED_RECHECK_SECONDS)

@@ -57,15 +57,6 @@ class EngineMetrics:
         self.req_prompt = histogram("vllm:request_prompt_tokens", "Prompt tokens per request", _TOKEN_BUCKETS).labels(model)
         self.req_gen = histogram("vllm:request_generation_tokens", "Generated tokens per request", _TOKEN_BUCKETS).labels(model)
 
-    def pace(self, made_up_s: Callable[[], float], lost_s: Callable[[], float]) -> None:
-        """The engine's lateness against its simulated schedule, in real seconds (``fakes.pacing``): made up, given up.
-        Gauges read at scrape time; each only grows, so a reader takes differences as of a counter."""
-        r, labels = self.registry, ["model_name"]
-        made_up = Gauge("servecert_engine_pace_made_up_seconds_total", "Lateness made up by shorter sleeps", labels, registry=r)
-        made_up.labels(self._model).set_function(made_up_s)
-        lost = Gauge("servecert_engine_pace_lost_seconds_total", "Lateness beyond the catch-up limit", labels, registry=r)
-        lost.labels(self._model).set_function(lost_s)
-
     def success(self, finish_reason: str) -> None:
         self._success.labels(self._model, finish_reason).inc()
 

@@ -58,9 +58,7 @@ PREFILL_BOUND = Scenario("prefill-bound", Constant(64.0), peak_engines=2.5, isl=
 # agg-itl-bound: 100% at 0.9 (TPOT p95 68 ms), 15% at 1.1 (TPOT p50 115 ms); TTFT p95 634 ms even at 1.5, far under 3 s.
 #   Offered at 3.0 engines' worth (1.35 requests/s on each of two; 1.3 measured TPOT p50 190 ms): at 2.5 and 2.8 (1.125
 #   and 1.26 each) the two engines' TPOT hovered at 101-104 ms for 16 s, too close to the target to tell a slow rule
-#   from a missing one. With engines that keep simulated time on a busy machine (fakes/pacing.py; 2026-11-28): 100% at
-#   0.9 (TPOT p95 55 ms), 64% at 1.1 (TPOT p50 97, p95 105 ms), 0% at 1.35 (TPOT p50 190 ms): still missed; agg-ttft-bound
-#   100% at 0.9, 45% at 1.0 (TTFT p50 1013 ms); decode-bound's mix (--prefill 2 --isl 64 --osl 128) 100% at 0.9, 42% at 1.0.
+#   from a missing one.
 # Both are judged from AGG_SETTLED_AT: the load needs ~8 s to overload two engines (the queue, or the long sequences'
 # KV, builds up), the 2-D model needs 5 averaged rows (3 intervals with two engines), then one worker starts (3 s).
 AGG_SETTLED_AT = 24.0
