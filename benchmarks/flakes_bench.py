@@ -78,7 +78,7 @@ def stressed(cpus: int, nice: int = 0) -> Iterator[None]:
         raise SystemExit("servecert bench flakes: --stress and --neighbour need Debian's `stress` (apt-get install stress)")
     command = ["nice", "-n", str(nice), binary, "--cpu", str(cpus)] if nice else [binary, "--cpu", str(cpus)]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    _say(f"{' '.join(command[:3]) + ' ' if nice else ''}stress --cpu {cpus} running (pid {proc.pid})")
+    _say(f"{' '.join(command)} running (pid {proc.pid})")
     try:
         yield
     finally:
