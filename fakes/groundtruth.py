@@ -73,6 +73,10 @@ class RequestRecord:
     first_token_at: float | None = None
     finished_at: float | None = None
     transfer: TransferRecord | None = None
+    # Real seconds the engine ran behind its timing model while this request was in it, up to its first token and
+    # after it (``fakes.engine``): the host's delay, counted so a judge can leave it out.
+    behind_to_first_token_s: float = 0.0
+    behind_after_first_token_s: float = 0.0
     seq: int = field(default=0)
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from conformance.tests.planner_scaling import _scenarios as planner_scenarios
 from conformance.tests.planner_scaling import floor_from_perf_model
 from fixtures.adapter import AGG
 from fixtures.fpm_record import FpmRecord, Pass
+from fixtures.host_delay import HostDelays
 from fixtures.load_generator import Result
 from fixtures.planner_harness import READY, START, EngineEvent, EngineViews
 
@@ -48,6 +49,20 @@ def test_the_misses_name_each_failed_request_with_its_error_and_each_slow_one_wi
     )
     with pytest.raises(AssertionError, match="worker decode-1 unreachable"):
         planner_assertions.requests_must_meet_sla(run, 0.0)
+
+
+def test_a_request_late_only_by_the_engines_lateness_meets_the_sla_and_one_late_beyond_it_does_not() -> None:
+    """What the fake engines ran behind their timing model is the host's, not the planner's (fixtures.host_delay)."""
+    t = Timeouts()
+    itl_s = planner_checks.planner_spec(t).itl_ms / 1000 / t.planner_time_scale  # the ITL target in real seconds
+    slowed = Result(1.0, True, "", 0.01, itl_s * 1.5, 11, 0.5, prompt_fingerprint="slowed")
+    slow = Result(1.5, True, "", 0.01, itl_s * 1.5, 11, 0.5, prompt_fingerprint="slow")
+    late = {"outcome": "ok", "behind_to_first_token_s": 0.0}
+    records = [{**late, "prompt_fingerprint": "slowed", "behind_after_first_token_s": itl_s * 0.6 * 10},
+               {**late, "prompt_fingerprint": "slow", "behind_after_first_token_s": itl_s * 0.4 * 10}]
+    run = dataclasses.replace(run_of([slowed, slow]), delays=HostDelays.of(records, [slowed, slow]))
+    assert run.within_sla(slowed) and not run.within_sla(slow)
+    assert "less the engines' lateness" in run.misses()
 
 
 def test_nothing_missed_says_so() -> None:
