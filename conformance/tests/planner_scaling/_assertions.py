@@ -98,7 +98,11 @@ def workers_must_cover_sustained_load(run: ScenarioRun, start: float, end: float
 def requests_must_meet_sla(run: ScenarioRun, start: float, end: float | None = None, what: str = "") -> None:
     share, n = run.attainment(start, end)
     need = run.timeouts.planner_sla_attainment
-    assert n > 0, f"{what or run.scenario.name}: no request was sent in the judged window from t={start:.1f} s"
+    assert n > 0, (
+        f"{what or run.scenario.name}: no request was sent in the judged window from t={start:.1f} s to the scenario's end "
+        f"at {run.end_s:.1f} s; the allowance counts an engine start-up of {run.engine_startup_s:.1f} s, so where added "
+        "workers started that slowly the machine, not the planner, left nothing to judge: rerun it on a less loaded one"
+    )
     assert share >= need, (
         f"{what or run.scenario.name}: {share:.1%} of {n} requests sent after scaling settled met TTFT<={run.planner.ttft_ms:g} ms "
         f"and ITL<={run.planner.itl_ms:g} ms; at least {need:.0%} must (excused after load rises: "

@@ -78,3 +78,15 @@ def test_an_allowance_counts_the_start_up_the_added_pods_took_when_longer_than_t
     quick = record([(101.0, "ADDED", pod("d0", "gen", "u1")), (101.25, "MODIFIED", pod("d0", "gen", "u1", ready=True))])
     quick_run = planner_checks.ScenarioRun(planner_scenarios.STEP_X4, t, planner_checks.planner_spec(t), [], quick, end_s=70.0)
     assert quick_run.engine_startup_s == t.planner_engine_startup_s  # never shorter than the model load
+
+
+def test_on_pods_the_x4_step_leaves_load_to_judge_after_start_ups_that_emptied_the_short_scenario() -> None:
+    """Pods that took 9 simulated s to start ended STEP_X4's allowance at its last second; STEP_X4_ON_PODS judges 16 s
+    or more of load after start-ups of up to 15 s."""
+    t = Timeouts()
+    for took, scenario, judged in ((9.0, planner_scenarios.STEP_X4, False), (15.0, planner_scenarios.STEP_X4_ON_PODS, True)):
+        ready_at = 101.0 + took / t.planner_time_scale
+        slow = record([(101.0, "ADDED", pod("d0", "gen", "u1")), (ready_at, "MODIFIED", pod("d0", "gen", "u1", ready=True))])
+        run = planner_checks.ScenarioRun(scenario, t, planner_checks.planner_spec(t), [], slow, end_s=scenario.duration_s)
+        [(_, settled)] = run.excused()
+        assert (scenario.duration_s - settled >= 16.0) is judged, (scenario.name, settled)
