@@ -61,9 +61,9 @@ DYNAMO_PLANNER_VENV ?= $(or $(SERVECERT_CACHE),$(HOME)/.cache/servecert)/dynamo-
 dynamo-planner:
 	$(PYTHON) -m venv $(DYNAMO_PLANNER_VENV)
 	$(DYNAMO_PLANNER_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(DYNAMO_PLANNER_VENV)/bin/python -m pip install --quiet -r fixtures/dynamo/planner-requirements.txt
+	$(DYNAMO_PLANNER_VENV)/bin/python -m pip install --quiet -r servecert/adapters/dynamo/planner-requirements.txt
 	$(DYNAMO_PLANNER_VENV)/bin/python -m pip install --quiet --no-deps 'ai-dynamo==1.6.1' 'ai-dynamo-runtime==1.6.1'
-	PYTHONPATH=fixtures/dynamo/planner_stand_in $(DYNAMO_PLANNER_VENV)/bin/python -c 'import dynamo.planner.__main__' && \
+	PYTHONPATH=servecert/adapters/dynamo/planner_stand_in $(DYNAMO_PLANNER_VENV)/bin/python -c 'import dynamo.planner.__main__' && \
 		echo "Dynamo's planner is installed in $(DYNAMO_PLANNER_VENV)"
 
 clean:

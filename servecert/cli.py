@@ -15,13 +15,13 @@ Runner = Callable[[argparse.Namespace], int]
 
 
 def _engine_serve(args: argparse.Namespace) -> int:
-    from fakes import serve
+    from servecert.fakes import serve
 
     return serve.run(args)
 
 
 def _engine_model_folder(args: argparse.Namespace) -> int:
-    from fakes import model_folder
+    from servecert.fakes import model_folder
 
     for path in model_folder.write(args.folder, args.context_length):
         print(path)
@@ -33,104 +33,104 @@ def _engine_model_folder(args: argparse.Namespace) -> int:
 
 
 def _planner_serve(args: argparse.Namespace) -> int:
-    from reference_impl.planner import serve
+    from servecert.reference_impl.planner import serve
 
     return serve.run(args)
 
 
 def _frontend_serve(args: argparse.Namespace) -> int:
-    from reference_impl.frontend import serve
+    from servecert.reference_impl.frontend import serve
 
     return serve.run(args)
 
 
 def _bench_router(args: argparse.Namespace) -> int:
-    from benchmarks import router_bench
+    from servecert.benchmarks import router_bench
 
     return router_bench.run(args)
 
 
 def _bench_pd_routers(args: argparse.Namespace) -> int:
-    from benchmarks import pd_routers_bench
+    from servecert.benchmarks import pd_routers_bench
 
     return pd_routers_bench.run(args)
 
 
 def _bench_clients(args: argparse.Namespace) -> int:
-    from benchmarks import clients_bench
+    from servecert.benchmarks import clients_bench
 
     return clients_bench.run(args)
 
 
 def _bench_engine(args: argparse.Namespace) -> int:
-    from benchmarks import engine_bench
+    from servecert.benchmarks import engine_bench
 
     return engine_bench.run(args)
 
 
 def _bench_cluster(args: argparse.Namespace) -> int:
-    from benchmarks import cluster_bench
+    from servecert.benchmarks import cluster_bench
 
     return cluster_bench.run(args)
 
 
 def _bench_gang(args: argparse.Namespace) -> int:
-    from benchmarks import gang_bench
+    from servecert.benchmarks import gang_bench
 
     return gang_bench.run(args)
 
 
 def _bench_rollout(args: argparse.Namespace) -> int:
-    from benchmarks import rollout_bench
+    from servecert.benchmarks import rollout_bench
 
     return rollout_bench.run(args)
 
 
 def _bench_flakes(args: argparse.Namespace) -> int:
-    from benchmarks import flakes_bench
+    from servecert.benchmarks import flakes_bench
 
     return flakes_bench.run(args)
 
 
 def _proxy_serve(args: argparse.Namespace) -> int:
-    from reference_impl.traffic_split import haproxy
+    from servecert.reference_impl.traffic_split import haproxy
 
     return haproxy.serve(args)
 
 
 def _load_run(args: argparse.Namespace) -> int:
-    from load import runner
+    from servecert.load import runner
 
     return runner.run(args)
 
 
 def _planner_demo(args: argparse.Namespace) -> int:
-    from benchmarks import planner_demo
+    from servecert.benchmarks import planner_demo
 
     return planner_demo.run(args)
 
 
 def _bench_planner(args: argparse.Namespace) -> int:
-    from benchmarks import planner_bench
+    from servecert.benchmarks import planner_bench
 
     return planner_bench.run(args)
 
 
 def _bench_planner_calibrate(args: argparse.Namespace) -> int:
-    from benchmarks import planner_calibrate
+    from servecert.benchmarks import planner_calibrate
 
     return planner_calibrate.run(args)
 
 
 def _operator_run(args: argparse.Namespace) -> int:
-    from reference_impl.operator import run
+    from servecert.reference_impl.operator import run
 
     return run.main(args)
 
 
 def _haproxy_missing() -> str:
     """Why the reference DGD's traffic proxy cannot run here ('' when Debian's haproxy is installed)."""
-    from reference_impl.traffic_split import haproxy
+    from servecert.reference_impl.traffic_split import haproxy
 
     try:
         haproxy.binary()
@@ -140,13 +140,13 @@ def _haproxy_missing() -> str:
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from fixtures import prerequisites
+    from servecert.harness import prerequisites
 
     return prerequisites.run(args, tools=(_haproxy_missing,))
 
 
 def _certify(args: argparse.Namespace) -> int:
-    from conformance import certify
+    from servecert.conformance import certify
 
     return certify.run(args)
 
@@ -178,10 +178,10 @@ def _add_pod_programs(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse._SubParsersAction[argparse.ArgumentParser]:
     """Adds the pods' programs; returns the ``planner`` command's subcommands (``planner demo`` joins them)."""
-    from fakes import serve
-    from reference_impl.frontend import serve as frontend_serve
-    from reference_impl.planner import serve as planner_serve
-    from reference_impl.traffic_split import haproxy
+    from servecert.fakes import serve
+    from servecert.reference_impl.frontend import serve as frontend_serve
+    from servecert.reference_impl.planner import serve as planner_serve
+    from servecert.reference_impl.traffic_split import haproxy
 
     engine = commands.add_parser("engine", help="fake GPU engines").add_subparsers(dest="action", required=True)
     serve_p = engine.add_parser("serve", help="start fake engines in the foreground and print their addresses")
@@ -212,7 +212,7 @@ def _add_pod_programs(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from benchmarks import (
+    from servecert.benchmarks import (
         clients_bench,
         cluster_bench,
         engine_bench,
@@ -223,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
         rollout_bench,
         router_bench,
     )
-    from conformance import certify
+    from servecert.conformance import certify
 
     parser, commands = _root_parser()
     planner = _add_pod_programs(commands)
@@ -266,21 +266,21 @@ def build_parser() -> argparse.ArgumentParser:
     planner_bench.add_arguments(bench_planner)
     bench_planner.set_defaults(run=_bench_planner)
 
-    from fixtures.cluster import commands as cluster_commands
+    from servecert.harness.cluster import commands as cluster_commands
 
     cluster = commands.add_parser("cluster", help="the embedded Kubernetes cluster").add_subparsers(dest="action", required=True)
     cluster_commands.add_commands(cluster)
 
     _add_load_and_planner(commands, bench, planner)
 
-    from reference_impl.operator import run as operator_run
+    from servecert.reference_impl.operator import run as operator_run
 
     operator = commands.add_parser("operator", help="the reference operator").add_subparsers(dest="action", required=True)
     operator_p = operator.add_parser("run", help="run the reference operator (kopf) against a cluster; the suite's installer starts it")
     operator_run.add_arguments(operator_p)
     operator_p.set_defaults(run=_operator_run)
 
-    from fixtures import prerequisites
+    from servecert.harness import prerequisites
 
     setup_p = commands.add_parser(
         "setup", help="build and check what the suite needs (cluster binaries, HAProxy) before any test starts, with progress"
@@ -299,8 +299,8 @@ def _add_load_and_planner(
     bench: argparse._SubParsersAction[argparse.ArgumentParser],
     planner: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> None:
-    from benchmarks import planner_calibrate, planner_demo
-    from load import runner
+    from servecert.benchmarks import planner_calibrate, planner_demo
+    from servecert.load import runner
 
     load = commands.add_parser("load", help="locust load profiles").add_subparsers(dest="action", required=True)
     load_run = load.add_parser("run", help="run a load profile with locust (headless subprocess) and write CSV, JSON and HTML reports")

@@ -2,8 +2,8 @@
 
 Data flow::
 
-    conformance.suite.collect()      every TEST, with its SeedRef (seed, section, verbatim quote)
-    conformance.suite.profiles       the profiles whose features cover the test, core or extended
+    servecert.conformance.suite.collect()      every TEST, with its SeedRef (seed, section, verbatim quote)
+    servecert.conformance.suite.profiles       the profiles whose features cover the test, core or extended
     REFERENCE_CODE                   test -> the reference implementation's files that obey the rule
       -> render()                    one markdown table per seed, rows sorted by section then test
       -> docs/traceability.md        written by ``python -m servecert.traceability``;
@@ -20,8 +20,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from conformance.suite import collect, profiles
-from conformance.suite.test_case import SEEDS, ConformanceTest
+from servecert.conformance.suite import collect, profiles
+from servecert.conformance.suite.test_case import SEEDS, ConformanceTest
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "traceability.md"
@@ -36,121 +36,154 @@ SEED_TITLES = {
 
 # test short name -> the reference implementation's files that implement the rule it checks
 REFERENCE_CODE: dict[str, tuple[str, ...]] = {
-    "GangCrossRole": ("reference_impl/operator/inference_service.py", "fixtures/cluster/volcano.py"),
-    "GangReplicaAtomicity": ("reference_impl/operator/inference_service.py", "fixtures/cluster/volcano.py"),
+    "GangCrossRole": ("servecert/reference_impl/operator/inference_service.py", "servecert/harness/cluster/volcano.py"),
+    "GangReplicaAtomicity": ("servecert/reference_impl/operator/inference_service.py", "servecert/harness/cluster/volcano.py"),
     "GangReplicaScaling": (
-        "reference_impl/operator/inference_service.py",
-        "reference_impl/operator/reconcile.py",
-        "fixtures/cluster/volcano.py",
+        "servecert/reference_impl/operator/inference_service.py",
+        "servecert/reference_impl/operator/reconcile.py",
+        "servecert/harness/cluster/volcano.py",
     ),
-    "GangSchedulingTable": ("reference_impl/operator/inference_service.py", "fixtures/cluster/volcano.py"),
-    "HyperNodeGeneration": ("fixtures/cluster/hypernodes.py", "fixtures/cluster/volcano.py"),
-    "InferenceServiceObjects": ("reference_impl/operator/inference_service.py", "reference_impl/operator/behaviour.py"),
-    "InferenceServicePodGroup": ("reference_impl/operator/inference_service.py", "reference_impl/operator/reconcile.py"),
-    "InferenceServiceStatus": ("reference_impl/operator/inference_service.py",),
-    "InferenceServiceReplicaReadiness": ("reference_impl/operator/inference_service.py",),
-    "InferenceServiceLeaderAddress": ("reference_impl/operator/inference_service.py", "reference_impl/operator/reconcile.py"),
-    "InferenceServiceRollingUpdate": ("reference_impl/operator/inference_service.py", "reference_impl/operator/reconcile.py"),
-    "NetworkTopologyHard": ("fixtures/cluster/volcano.py",),
-    "NetworkTopologyWorkers": ("reference_impl/operator/inference_service.py", "fixtures/cluster/volcano.py"),
-    "NetworkTopologySoft": ("fixtures/cluster/volcano.py",),
-    "OperatorTopologyAdmission": ("reference_impl/operator/admission.py", "reference_impl/operator/handlers.py"),
-    "OperatorTopologyAdmissionWithoutGrove": ("reference_impl/operator/admission.py", "reference_impl/operator/reconcile.py"),
-    "OperatorTopologyEnvAndVolume": ("reference_impl/operator/dgd_pods.py",),
+    "GangSchedulingTable": ("servecert/reference_impl/operator/inference_service.py", "servecert/harness/cluster/volcano.py"),
+    "HyperNodeGeneration": ("servecert/harness/cluster/hypernodes.py", "servecert/harness/cluster/volcano.py"),
+    "InferenceServiceObjects": ("servecert/reference_impl/operator/inference_service.py", "servecert/reference_impl/operator/behaviour.py"),
+    "InferenceServicePodGroup": (
+        "servecert/reference_impl/operator/inference_service.py",
+        "servecert/reference_impl/operator/reconcile.py",
+    ),
+    "InferenceServiceStatus": ("servecert/reference_impl/operator/inference_service.py",),
+    "InferenceServiceReplicaReadiness": ("servecert/reference_impl/operator/inference_service.py",),
+    "InferenceServiceLeaderAddress": (
+        "servecert/reference_impl/operator/inference_service.py",
+        "servecert/reference_impl/operator/reconcile.py",
+    ),
+    "InferenceServiceRollingUpdate": (
+        "servecert/reference_impl/operator/inference_service.py",
+        "servecert/reference_impl/operator/reconcile.py",
+    ),
+    "NetworkTopologyHard": ("servecert/harness/cluster/volcano.py",),
+    "NetworkTopologyWorkers": ("servecert/reference_impl/operator/inference_service.py", "servecert/harness/cluster/volcano.py"),
+    "NetworkTopologySoft": ("servecert/harness/cluster/volcano.py",),
+    "OperatorTopologyAdmission": ("servecert/reference_impl/operator/admission.py", "servecert/reference_impl/operator/handlers.py"),
+    "OperatorTopologyAdmissionWithoutGrove": (
+        "servecert/reference_impl/operator/admission.py",
+        "servecert/reference_impl/operator/reconcile.py",
+    ),
+    "OperatorTopologyEnvAndVolume": ("servecert/reference_impl/operator/dgd_pods.py",),
     "OperatorTopologyLabelsAfterBinding": (
-        "reference_impl/operator/topology_injection.py",
-        "reference_impl/operator/reconcile.py",
-        "reference_impl/operator/handlers.py",
+        "servecert/reference_impl/operator/topology_injection.py",
+        "servecert/reference_impl/operator/reconcile.py",
+        "servecert/reference_impl/operator/handlers.py",
     ),
-    "PlannerScalingGpuBudgetNeverExceeded": ("reference_impl/planner/reconcile.py",),
+    "PlannerScalingGpuBudgetNeverExceeded": ("servecert/reference_impl/planner/reconcile.py",),
     "PlannerScalingMeetsSlaAfterSettling": (
-        "reference_impl/planner/load_scaling.py",
-        "reference_impl/planner/throughput_scaling.py",
-        "reference_impl/planner/estimate.py",
+        "servecert/reference_impl/planner/load_scaling.py",
+        "servecert/reference_impl/planner/throughput_scaling.py",
+        "servecert/reference_impl/planner/estimate.py",
     ),
     "PlannerScalingNeverBelowFloor": (
-        "reference_impl/planner/reconcile.py",
-        "reference_impl/planner/throughput_scaling.py",
-        "reference_impl/planner/load_scaling.py",
+        "servecert/reference_impl/planner/reconcile.py",
+        "servecert/reference_impl/planner/throughput_scaling.py",
+        "servecert/reference_impl/planner/load_scaling.py",
     ),
     "PlannerScalingNoFlapping": (
-        "reference_impl/planner/planner.py",
-        "reference_impl/planner/throughput_scaling.py",
-        "reference_impl/planner/load_scaling.py",
+        "servecert/reference_impl/planner/planner.py",
+        "servecert/reference_impl/planner/throughput_scaling.py",
+        "servecert/reference_impl/planner/load_scaling.py",
     ),
-    "PlannerScalingFloorFromPerfModel": ("reference_impl/planner/throughput_scaling.py", "reference_impl/planner/reconcile.py"),
-    "PlannerScalingLoadRulesPerComponent": ("reference_impl/planner/load_scaling.py", "reference_impl/planner/estimate.py"),
+    "PlannerScalingFloorFromPerfModel": (
+        "servecert/reference_impl/planner/throughput_scaling.py",
+        "servecert/reference_impl/planner/reconcile.py",
+    ),
+    "PlannerScalingLoadRulesPerComponent": (
+        "servecert/reference_impl/planner/load_scaling.py",
+        "servecert/reference_impl/planner/estimate.py",
+    ),
     "PlannerScalingAggregatedLoadRules": (
-        "reference_impl/planner/load_scaling.py",
-        "reference_impl/planner/perf_model/aggregated.py",
-        "reference_impl/planner/planner.py",
+        "servecert/reference_impl/planner/load_scaling.py",
+        "servecert/reference_impl/planner/perf_model/aggregated.py",
+        "servecert/reference_impl/planner/planner.py",
     ),
-    "PlannerScalingAcknowledgementGuard": ("reference_impl/planner/connectors/virtual.py", "reference_impl/planner/planner.py"),
+    "PlannerScalingAcknowledgementGuard": (
+        "servecert/reference_impl/planner/connectors/virtual.py",
+        "servecert/reference_impl/planner/planner.py",
+    ),
     "PlannerScalingOneStepPerInterval": (
-        "reference_impl/planner/reconcile.py",
-        "reference_impl/planner/planner.py",
-        "reference_impl/planner/connectors/virtual.py",
+        "servecert/reference_impl/planner/reconcile.py",
+        "servecert/reference_impl/planner/planner.py",
+        "servecert/reference_impl/planner/connectors/virtual.py",
     ),
     "PlannerScalingScalesDownAfterLoadFalls": (
-        "reference_impl/planner/load_scaling.py",
-        "reference_impl/planner/planner.py",
-        "reference_impl/planner/throughput_scaling.py",
+        "servecert/reference_impl/planner/load_scaling.py",
+        "servecert/reference_impl/planner/planner.py",
+        "servecert/reference_impl/planner/throughput_scaling.py",
     ),
     "PlannerScalesItsOwnDgdByType": (
-        "reference_impl/planner/connectors/kubernetes.py",
-        "reference_impl/planner/serve.py",
-        "reference_impl/operator/dgd_pods.py",
+        "servecert/reference_impl/planner/connectors/kubernetes.py",
+        "servecert/reference_impl/planner/serve.py",
+        "servecert/reference_impl/operator/dgd_pods.py",
     ),
-    "PlannerValidatesItsDgdAtStartUp": ("reference_impl/planner/connectors/kubernetes.py", "reference_impl/planner/serve.py"),
+    "PlannerValidatesItsDgdAtStartUp": (
+        "servecert/reference_impl/planner/connectors/kubernetes.py",
+        "servecert/reference_impl/planner/serve.py",
+    ),
     "PlannerScalingStepReachesSla": (
-        "reference_impl/planner/load_scaling.py",
-        "reference_impl/planner/estimate.py",
-        "reference_impl/planner/planner.py",
+        "servecert/reference_impl/planner/load_scaling.py",
+        "servecert/reference_impl/planner/estimate.py",
+        "servecert/reference_impl/planner/planner.py",
     ),
     "RolloutBlockSize": (
-        "reference_impl/operator/dgd_pods.py",
-        "reference_impl/operator/dgd_rollout.py",
-        "reference_impl/frontend/worker_sets.py",
+        "servecert/reference_impl/operator/dgd_pods.py",
+        "servecert/reference_impl/operator/dgd_rollout.py",
+        "servecert/reference_impl/frontend/worker_sets.py",
     ),
     "RolloutFrontendImage": (
-        "reference_impl/operator/dgd_rollout.py",
-        "reference_impl/operator/proxy_weights.py",
-        "reference_impl/traffic_split/weights.py",
+        "servecert/reference_impl/operator/dgd_rollout.py",
+        "servecert/reference_impl/operator/proxy_weights.py",
+        "servecert/reference_impl/traffic_split/weights.py",
     ),
-    "RolloutPauseResume": ("reference_impl/operator/rollout_plan.py", "reference_impl/operator/dgd_rollout.py"),
-    "RolloutRollback": ("reference_impl/operator/dgd_rollout.py", "reference_impl/operator/rollout_plan.py"),
-    "RolloutTrafficSplit": ("reference_impl/operator/dgd_rollout.py", "reference_impl/traffic_split/weights.py"),
-    "RolloutSteps": ("reference_impl/operator/rollout_plan.py", "reference_impl/operator/dgd_rollout.py"),
-    "RolloutControllerRestart": ("reference_impl/operator/dgd_rollout.py", "reference_impl/operator/reconcile.py"),
+    "RolloutPauseResume": ("servecert/reference_impl/operator/rollout_plan.py", "servecert/reference_impl/operator/dgd_rollout.py"),
+    "RolloutRollback": ("servecert/reference_impl/operator/dgd_rollout.py", "servecert/reference_impl/operator/rollout_plan.py"),
+    "RolloutTrafficSplit": ("servecert/reference_impl/operator/dgd_rollout.py", "servecert/reference_impl/traffic_split/weights.py"),
+    "RolloutSteps": ("servecert/reference_impl/operator/rollout_plan.py", "servecert/reference_impl/operator/dgd_rollout.py"),
+    "RolloutControllerRestart": ("servecert/reference_impl/operator/dgd_rollout.py", "servecert/reference_impl/operator/reconcile.py"),
     "RolloutProxyReplicaLoss": (
-        "reference_impl/operator/reconcile.py",
-        "reference_impl/operator/dgd_pods.py",
-        "reference_impl/traffic_split/haproxy.py",
+        "servecert/reference_impl/operator/reconcile.py",
+        "servecert/reference_impl/operator/dgd_pods.py",
+        "servecert/reference_impl/traffic_split/haproxy.py",
     ),
-    "RolloutRuntimeVersion": ("reference_impl/operator/dgd_pods.py", "reference_impl/operator/dgd_rollout.py"),
-    "RolloutTensorParallel": ("reference_impl/operator/dgd_pods.py", "reference_impl/frontend/kube_discovery.py"),
+    "RolloutRuntimeVersion": ("servecert/reference_impl/operator/dgd_pods.py", "servecert/reference_impl/operator/dgd_rollout.py"),
+    "RolloutTensorParallel": ("servecert/reference_impl/operator/dgd_pods.py", "servecert/reference_impl/frontend/kube_discovery.py"),
     "RouterTopologyDecodeJoinsAndLeaves": (
-        "reference_impl/frontend/discovery.py",
-        "reference_impl/frontend/worker_sets.py",
-        "reference_impl/frontend/topology.py",
+        "servecert/reference_impl/frontend/discovery.py",
+        "servecert/reference_impl/frontend/worker_sets.py",
+        "servecert/reference_impl/frontend/topology.py",
     ),
-    "RouterTopologyDefaultPolicyIsFail": ("reference_impl/frontend/topology.py", "fixtures/reference/adapter.py"),
-    "RouterTopologyExcludesWorkersMissingLabel": ("reference_impl/frontend/topology.py",),
-    "RouterTopologyFailedDecodeStaysInDomain": ("reference_impl/frontend/app.py", "reference_impl/frontend/router.py"),
-    "RouterTopologyFailReturns503": ("reference_impl/frontend/app.py", "reference_impl/frontend/topology.py"),
-    "RouterTopologyFailWithoutSameDomainDecode": ("reference_impl/frontend/topology.py", "reference_impl/frontend/app.py"),
-    "RouterTopologyFallbackKeepsSameDomain": ("reference_impl/frontend/topology.py",),
-    "RouterTopologyFallbackRoutesAnywhere": ("reference_impl/frontend/topology.py", "reference_impl/frontend/router.py"),
-    "RouterTopologyFilteringLowersTransferTime": ("reference_impl/frontend/topology.py", "reference_impl/frontend/router.py"),
-    "RouterTopologyLevelUnsetNoFiltering": ("reference_impl/frontend/topology.py", "reference_impl/frontend/app.py"),
-    "RouterTopologyMatchesTheLevelOnly": ("reference_impl/frontend/topology.py",),
-    "RouterTopologyPreferredWeight": ("reference_impl/frontend/topology.py", "reference_impl/frontend/routing.py"),
-    "RouterTopologyPrefillMissingLabel": ("reference_impl/frontend/topology.py",),
-    "RouterTopologyPrefillMissingLabelFallback": ("reference_impl/frontend/topology.py",),
-    "RouterTopologyPrefillPreselection": ("reference_impl/frontend/topology.py", "reference_impl/frontend/router.py"),
-    "RouterTopologyTransfersStayInDomain": ("reference_impl/frontend/topology.py", "reference_impl/frontend/router.py"),
-    "WorkerTopologyStartupHardExit": ("fakes/topology_env.py", "fakes/serve.py"),
-    "WorkerTopologyStartupWaitsForLabels": ("reference_impl/operator/dgd_pods.py", "fakes/topology_env.py"),
+    "RouterTopologyDefaultPolicyIsFail": ("servecert/reference_impl/frontend/topology.py", "servecert/adapters/reference/adapter.py"),
+    "RouterTopologyExcludesWorkersMissingLabel": ("servecert/reference_impl/frontend/topology.py",),
+    "RouterTopologyFailedDecodeStaysInDomain": ("servecert/reference_impl/frontend/app.py", "servecert/reference_impl/frontend/router.py"),
+    "RouterTopologyFailReturns503": ("servecert/reference_impl/frontend/app.py", "servecert/reference_impl/frontend/topology.py"),
+    "RouterTopologyFailWithoutSameDomainDecode": (
+        "servecert/reference_impl/frontend/topology.py",
+        "servecert/reference_impl/frontend/app.py",
+    ),
+    "RouterTopologyFallbackKeepsSameDomain": ("servecert/reference_impl/frontend/topology.py",),
+    "RouterTopologyFallbackRoutesAnywhere": (
+        "servecert/reference_impl/frontend/topology.py",
+        "servecert/reference_impl/frontend/router.py",
+    ),
+    "RouterTopologyFilteringLowersTransferTime": (
+        "servecert/reference_impl/frontend/topology.py",
+        "servecert/reference_impl/frontend/router.py",
+    ),
+    "RouterTopologyLevelUnsetNoFiltering": ("servecert/reference_impl/frontend/topology.py", "servecert/reference_impl/frontend/app.py"),
+    "RouterTopologyMatchesTheLevelOnly": ("servecert/reference_impl/frontend/topology.py",),
+    "RouterTopologyPreferredWeight": ("servecert/reference_impl/frontend/topology.py", "servecert/reference_impl/frontend/routing.py"),
+    "RouterTopologyPrefillMissingLabel": ("servecert/reference_impl/frontend/topology.py",),
+    "RouterTopologyPrefillMissingLabelFallback": ("servecert/reference_impl/frontend/topology.py",),
+    "RouterTopologyPrefillPreselection": ("servecert/reference_impl/frontend/topology.py", "servecert/reference_impl/frontend/router.py"),
+    "RouterTopologyTransfersStayInDomain": ("servecert/reference_impl/frontend/topology.py", "servecert/reference_impl/frontend/router.py"),
+    "WorkerTopologyStartupHardExit": ("servecert/fakes/topology_env.py", "servecert/fakes/serve.py"),
+    "WorkerTopologyStartupWaitsForLabels": ("servecert/reference_impl/operator/dgd_pods.py", "servecert/fakes/topology_env.py"),
 }
 
 

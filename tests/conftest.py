@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import aiohttp
 import pytest
 
-from fakes.engine import EngineConfig
-from fakes.host import EngineHost
-from protocol import waiting
+from servecert.fakes.engine import EngineConfig
+from servecert.fakes.host import EngineHost
+from servecert.protocol import waiting
 
 # NB: pytester drives inner pytest sessions in tests/conformance/suite; pytest accepts pytest_plugins only in
 # the top-level conftest (a tests/conformance/suite/conftest.py would break a plain `pytest` run).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from protocol import waiting
+from servecert.protocol import waiting
 
 
 def address(slot: int) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import clients_bench
+from servecert.benchmarks import clients_bench
 
 
 def _record(output: int, usage_out: int, isl: int, usage_in: int) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import flakes_bench
-from protocol import waiting
+from servecert.benchmarks import flakes_bench
+from servecert.protocol import waiting
 
 FAKE_CERTIFY = """
 import pathlib, sys

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import nightly
-from load import profiles
+from servecert.benchmarks import nightly
+from servecert.load import profiles
 
 GPUS = {"prefill": 1, "decode": 2}
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import pd_routers_bench
-from fixtures.pd_routers.deployment import installed
+from servecert.adapters.pd_routers.deployment import installed
+from servecert.benchmarks import pd_routers_bench
 
 
 def test_the_bench_reports_a_ratio_to_the_reference_frontend_measured_in_the_same_run(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks import planner_bench
+from servecert.benchmarks import planner_bench
 
 
 def scenario(test: str, within: float, gpu_seconds: float) -> dict[str, Any]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks import proxy_weight_sampler as sampler
-from conformance.tests.rollout_isolation._verdict import Timeline
+from servecert.benchmarks import proxy_weight_sampler as sampler
+from servecert.conformance.tests.rollout_isolation._verdict import Timeline
 
 
 def pod(name: str, kind: str, ip: str, ready: bool = True) -> dict[str, Any]:

@@ -1,14 +1,14 @@
-"""Certify runs of the cluster profiles join the session's one embedded cluster (tests/fixtures/cluster's fixture).
+"""Certify runs of the cluster profiles join the session's one embedded cluster (tests/harness/cluster's fixture).
 
-The binaries are built (or found cached) before any test's timeout starts, by tests/fixtures/cluster's hook.
+The binaries are built (or found cached) before any test's timeout starts, by tests/harness/cluster's hook.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from fixtures.cluster.pytest_fixture import cluster
-from tests.fixtures.cluster import conftest as cluster_conftest
+from servecert.harness.cluster.pytest_fixture import cluster
+from tests.harness.cluster import conftest as cluster_conftest
 
 __all__ = ["cluster"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.cluster.backends import Cluster
+from servecert.harness.cluster.backends import Cluster
 from tests.certify.run import certify as certify_subprocess
 from tests.certify.run import profile_of
 

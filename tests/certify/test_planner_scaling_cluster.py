@@ -1,7 +1,7 @@
 """`servecert certify --profile PLANNER-SCALING --env cluster`: the reference planner scales its DGD; broken ones are failed.
 
 On a cluster the planner runs as the DGD's planner component and patches its replicas through the
-Kubernetes connector; the operator makes the pods (``fixtures.cluster_planned``). Runs as a vendor
+Kubernetes connector; the operator makes the pods (``servecert.harness.cluster_planned``). Runs as a vendor
 would, in a subprocess joining this session's embedded cluster by name, one case at a time:
 
 * the reference, on the whole profile as a cluster judges it: the connector's two tests, the x4
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.cluster.backends import Cluster
+from servecert.harness.cluster.backends import Cluster
 from tests.certify.run import certify as certify_subprocess
 from tests.certify.run import profile_of
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from conformance.tests.rollout_isolation import _scenarios as scenarios
-from fixtures.cluster.backends import Cluster
+from servecert.conformance.tests.rollout_isolation import _scenarios as scenarios
+from servecert.harness.cluster.backends import Cluster
 from tests.certify.run import certify as certify_subprocess
 from tests.certify.run import profile_of
 

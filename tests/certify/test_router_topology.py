@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.cluster.backends import Cluster
+from servecert.harness.cluster.backends import Cluster
 from tests.certify.run import certify as certify_subprocess
 from tests.certify.run import profile_of
 
@@ -127,7 +127,7 @@ def test_an_operator_defaulting_to_fallback_fails_the_default_policy_test(cluste
 
 
 ROUTERS = ("vllm-router", "sglang-router")
-"""The real P/D routers (``fixtures/pd_routers``): on a cluster they find labelled engine pods through their own service discovery."""
+"""The real P/D routers (``adapters/pd_routers``): on a cluster they find labelled engine pods through their own service discovery."""
 
 
 @pytest.mark.slow
@@ -140,7 +140,7 @@ def test_a_real_router_finds_its_engine_pods_and_passes_level_unset_on_the_clust
     Its three other core features are not declared (no topology setting), so core is ``partial`` and certify exits 1; no
     test may fail or be skipped for another reason. Joining and leaving happen through the pods alone (create, delete).
     """
-    from fixtures.pd_routers import deployment, sglang_router, vllm_router
+    from servecert.adapters.pd_routers import deployment, sglang_router, vllm_router
 
     kind = vllm_router.VllmRouter() if router == "vllm-router" else sglang_router.SglangRouter()
     if not deployment.installed(kind):

@@ -1,1 +1,1 @@
-"""Tests of conformance/: the suite framework, and the profiles' own helpers."""
+"""Tests of servecert/conformance/: the suite framework, and the profiles' own helpers."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from fakes.engine import Engine, Seq
-from protocol.engine_api import EngineRequest, Sampling
+from servecert.fakes.engine import Engine, Seq
+from servecert.protocol.engine_api import EngineRequest, Sampling
 
 _ids = itertools.count(1)
 WAIT_SECONDS = 20.0

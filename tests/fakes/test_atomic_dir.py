@@ -1,4 +1,4 @@
-"""A Downward API volume changes in one step for its reader (fakes/pod_runner/atomic_dir.py).
+"""A Downward API volume changes in one step for its reader (servecert/fakes/pod_runner/atomic_dir.py).
 
 The reader here is the fake engine's own (``topology_env.read_files``). The check reads the volume
 after every filesystem mutation the writer makes, so it sees each intermediate state a racing
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from fakes.pod_runner import atomic_dir
-from fakes.topology_env import read_files
+from servecert.fakes.pod_runner import atomic_dir
+from servecert.fakes.topology_env import read_files
 
 Writer = Callable[[Path, Mapping[str, str]], None]
 

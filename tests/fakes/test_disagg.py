@@ -11,10 +11,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from fakes.engine import Engine
-from fakes.host import EngineHost
-from protocol import engine_api, topology
-from protocol.card import ModelCard
+from servecert.fakes.engine import Engine
+from servecert.fakes.host import EngineHost
+from servecert.protocol import engine_api, topology
+from servecert.protocol.card import ModelCard
 from tests.conftest import config
 from tests.fakes.engine_helpers import prompt, request
 
@@ -25,7 +25,7 @@ ZONE_B = {"zone": "b", "rack": "r9", "host": "h9"}
 
 
 def topo(domains: dict[str, str]) -> Any:
-    from fakes.topology_env import TopologyConfig
+    from servecert.fakes.topology_env import TopologyConfig
 
     return TopologyConfig(enabled=True, domains=domains, transfer_domain="zone")
 

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from fakes import timing
-from fakes.engine import Engine, EngineError
-from fakes.host import EngineHost
-from protocol import streams, tokenizer
+from servecert.fakes import timing
+from servecert.fakes.engine import Engine, EngineError
+from servecert.fakes.host import EngineHost
+from servecert.protocol import streams, tokenizer
 from tests.conftest import config
 from tests.fakes.engine_helpers import prompt, request, submit, tokens_of
 

@@ -24,12 +24,12 @@ from typing import Any
 import aiohttp
 import pytest
 
-from fakes import groundtruth
-from fakes.engine import Engine
-from fakes.host import EngineHost
-from fakes.timing import Constant
-from fixtures import traffic
-from protocol import waiting
+from servecert.fakes import groundtruth
+from servecert.fakes.engine import Engine
+from servecert.fakes.host import EngineHost
+from servecert.fakes.timing import Constant
+from servecert.harness import traffic
+from servecert.protocol import waiting
 from tests.conftest import ServeProcess, config, serve_command, started
 from tests.drain_helpers import address, exited
 from tests.fakes import engine_helpers

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from fakes import faults, timing
-from fakes.engine import Engine
-from fakes.groundtruth import RequestRecord
-from fakes.host import EngineHost
+from servecert.fakes import faults, timing
+from servecert.fakes.engine import Engine
+from servecert.fakes.groundtruth import RequestRecord
+from servecert.fakes.host import EngineHost
 from tests.conftest import config
 from tests.fakes.engine_helpers import prompt, request, submit, tokens_of
 

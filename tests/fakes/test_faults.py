@@ -19,10 +19,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from fakes.engine import Engine
-from fakes.faults import Faults
-from fakes.host import EngineHost
-from protocol import waiting
+from servecert.fakes.engine import Engine
+from servecert.fakes.faults import Faults
+from servecert.fakes.host import EngineHost
+from servecert.protocol import waiting
 from tests.conftest import config, serve_process
 
 COMPLETION = {"model": "m", "prompt": "fault injection test prompt", "max_tokens": 4, "ignore_eos": True}

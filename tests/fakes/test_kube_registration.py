@@ -13,10 +13,10 @@ import pytest
 from kubernetes.client.rest import ApiException
 from urllib3.exceptions import MaxRetryError
 
-from fakes import faults
-from fakes.engine import Engine
-from fakes.kube_registration import PodIdentity, Registration, RegistrationConfigError, RegistrationError, manifest
-from protocol import kube_names
+from servecert.fakes import faults
+from servecert.fakes.engine import Engine
+from servecert.fakes.kube_registration import PodIdentity, Registration, RegistrationConfigError, RegistrationError, manifest
+from servecert.protocol import kube_names
 from tests.conftest import config
 
 POD = PodIdentity(name="engine-0", namespace="team-a", uid="uid-0", kubeconfig="/k/config")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fakes.kv_pool import KvPool, PoolExhausted
-from protocol import streams
+from servecert.fakes.kv_pool import KvPool, PoolExhausted
+from servecert.protocol import streams
 
 Event = tuple[str, tuple[int, ...], int | None]
 

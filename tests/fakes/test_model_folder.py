@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from fakes import model_folder
-from fixtures.traffic import unique_prompt
-from load import prompts as load_prompts
-from protocol import tokenizer as words
+from servecert.fakes import model_folder
+from servecert.harness.traffic import unique_prompt
+from servecert.load import prompts as load_prompts
+from servecert.protocol import tokenizer as words
 
 tokenizers = pytest.importorskip("tokenizers", reason="pip install tokenizers (in servecert's dev extra)")
 

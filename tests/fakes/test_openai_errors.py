@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from fakes.host import EngineHost
+from servecert.fakes.host import EngineHost
 from tests.conftest import config
 
 CONTEXT = 64

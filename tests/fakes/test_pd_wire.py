@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
-from fakes.host import EngineHost
-from fakes.topology_env import TopologyConfig
-from protocol import engine_api, tokenizer
+from servecert.fakes.host import EngineHost
+from servecert.fakes.topology_env import TopologyConfig
+from servecert.protocol import engine_api, tokenizer
 from tests.conftest import config
 
 ZONE_A = {"zone": "a", "rack": "r1"}

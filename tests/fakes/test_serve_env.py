@@ -10,7 +10,7 @@ import argparse
 
 import pytest
 
-from fakes import serve
+from servecert.fakes import serve
 
 
 def parse(environ: dict[str, str], *argv: str) -> argparse.Namespace:

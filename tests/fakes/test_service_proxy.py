@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fakes.service_proxy import ServiceProxy, Table
+from servecert.fakes.service_proxy import ServiceProxy, Table
 
 
 def service(name: str, ip: str, port: int, target: int | str = "http", namespace: str = "ns") -> dict[str, Any]:

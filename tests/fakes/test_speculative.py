@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fakes.engine import Engine, EngineConfig
-from fakes.host import EngineHost
+from servecert.fakes.engine import Engine, EngineConfig
+from servecert.fakes.host import EngineHost
 from tests.conftest import config
 from tests.fakes.engine_helpers import prompt, request, submit, tokens_of
 

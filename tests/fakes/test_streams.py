@@ -8,8 +8,8 @@ from typing import Any
 
 import aiohttp
 
-from fakes.host import EngineHost, addresses
-from protocol import waiting
+from servecert.fakes.host import EngineHost, addresses
+from servecert.protocol import waiting
 from tests.conftest import config
 
 COMPLETION = {"model": "m", "prompt": " ".join(f"w{i}" for i in range(40)), "max_tokens": 3, "ignore_eos": True}
@@ -91,7 +91,7 @@ async def test_metrics_use_vllms_names(host: EngineHost, http: aiohttp.ClientSes
 
 
 async def test_metadata_publishes_card_layout_and_topology(host: EngineHost, http: aiohttp.ClientSession) -> None:
-    from fakes.topology_env import TopologyConfig
+    from servecert.fakes.topology_env import TopologyConfig
 
     engine = await host.add(config(role="decode", topology=TopologyConfig(enabled=True, domains={"zone": "a"}, transfer_domain="zone")))
     async with http.get(engine.url + "/engine/metadata") as resp:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes import timing
+from servecert.fakes import timing
 
 
 def test_polynomial_prefill_is_dynamo_mockers_fit() -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from protocol import tokenizer
+from servecert.protocol import tokenizer
 
 
 def test_the_same_text_gives_the_same_ids_in_another_process() -> None:
     text = "The quick brown fox, internationalization!"
     here = tokenizer.encode(text)
-    code = f"from protocol import tokenizer; print(tokenizer.encode({text!r}))"
+    code = f"from servecert.protocol import tokenizer; print(tokenizer.encode({text!r}))"
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30).stdout
     assert str(here) == there.strip()
 

@@ -2,7 +2,7 @@
 
 The first half runs ``servecert engine serve`` in a subprocess (refusals exit 2 and name the
 variable or file at fault; good settings show up in ``GET /engine/metadata``); the second half
-calls ``fakes.topology_env.load`` directly with a dict environment.
+calls ``servecert.fakes.topology_env.load`` directly with a dict environment.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from fakes import topology_env
-from fakes.topology_env import TopologyConfig, TopologyStartupError
+from servecert.fakes import topology_env
+from servecert.fakes.topology_env import TopologyConfig, TopologyStartupError
 from tests.conftest import serve_command, serve_process
 
 SERVE_ARGS = ("--model", "m", "--port", "0", "--time-scale", "0")
@@ -276,7 +276,7 @@ def test_a_file_written_after_start_up_lets_the_engine_start(tmp_path: Path) -> 
     assert cfg["kv_transfer_domain"] == "zone"
 
 
-# -- fakes.topology_env.load, directly -------------------------------------------------------------
+# -- servecert.fakes.topology_env.load, directly -------------------------------------------------------------
 def load(env: dict[str, str]) -> TopologyConfig:
     return topology_env.load(env, poll_interval=0.01)
 

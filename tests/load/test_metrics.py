@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from load import sse
-from load.metrics import Sample, Thresholds, summarise
+from servecert.load import sse
+from servecert.load.metrics import Sample, Thresholds, summarise
 
 
 def _chunk(text: str, finish: str | None = None) -> bytes:

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from load import prompts
-from load.shapes import arrival_times, tick
-from load.shapes.burst import Burst
-from load.shapes.constant import Constant
-from load.shapes.diurnal import Diurnal
-from load.shapes.ramp import Ramp
-from load.shapes.step import Step
-from load.shapes.trace import TraceReplay, read_jsonl, synthetic, write_jsonl
-from protocol import tokenizer
+from servecert.load import prompts
+from servecert.load.shapes import arrival_times, tick
+from servecert.load.shapes.burst import Burst
+from servecert.load.shapes.constant import Constant
+from servecert.load.shapes.diurnal import Diurnal
+from servecert.load.shapes.ramp import Ramp
+from servecert.load.shapes.step import Step
+from servecert.load.shapes.trace import TraceReplay, read_jsonl, synthetic, write_jsonl
+from servecert.protocol import tokenizer
 
 
 def test_shapes_give_their_levels() -> None:

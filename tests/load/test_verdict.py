@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from load import verdict
-from load.metrics import Sample, Thresholds, summarise
-from load.verdict import Limit
+from servecert.load import verdict
+from servecert.load.metrics import Sample, Thresholds, summarise
+from servecert.load.verdict import Limit
 
 
 def _summary(ttft_ms: float, failed: int = 0) -> dict[str, object]:

@@ -27,8 +27,8 @@
 
 from __future__ import annotations
 
-from fixtures.reference.adapter import ReferenceImplementation
-from reference_impl.operator.behaviour import Behaviour
+from servecert.adapters.reference.adapter import ReferenceImplementation
+from servecert.reference_impl.operator.behaviour import Behaviour
 
 DEFAULT_SCHEDULER = "default-scheduler"
 

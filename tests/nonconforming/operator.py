@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fixtures.reference.adapter import ReferenceImplementation
-from reference_impl.operator.behaviour import Behaviour
+from servecert.adapters.reference.adapter import ReferenceImplementation
+from servecert.reference_impl.operator.behaviour import Behaviour
 
 
 def _flat_task_key(role: str, replica: int) -> str:

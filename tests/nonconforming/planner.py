@@ -13,15 +13,15 @@ import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from fixtures.reference.adapter import ReferenceImplementation
-from reference_impl.planner import load_scaling
-from reference_impl.planner.config import AGG, PlannerConfig
-from reference_impl.planner.connectors.kubernetes import DECODE, PREFILL, Components, DeploymentShapeError, by_type
-from reference_impl.planner.load_scaling import LoadProposal
-from reference_impl.planner.planner import Planner
-from reference_impl.planner.reconcile import Targets, reconcile
-from reference_impl.planner.serve import Hooks
-from reference_impl.planner.traffic import TrafficSample
+from servecert.adapters.reference.adapter import ReferenceImplementation
+from servecert.reference_impl.planner import load_scaling
+from servecert.reference_impl.planner.config import AGG, PlannerConfig
+from servecert.reference_impl.planner.connectors.kubernetes import DECODE, PREFILL, Components, DeploymentShapeError, by_type
+from servecert.reference_impl.planner.load_scaling import LoadProposal
+from servecert.reference_impl.planner.planner import Planner
+from servecert.reference_impl.planner.reconcile import Targets, reconcile
+from servecert.reference_impl.planner.serve import Hooks
+from servecert.reference_impl.planner.traffic import TrafficSample
 
 
 def _two_at_a_time(planner: Planner) -> None:
@@ -319,7 +319,7 @@ def IgnoresAcceptLength() -> ReferenceImplementation:
     return ReferenceImplementation(planner_hook=_never_reads("accept_length"))
 
 
-# -- on a cluster: the planner pod's choices (``reference_impl.planner.serve.Hooks``, given as ``--hooks``) --------------
+# -- on a cluster: the planner pod's choices (``servecert.reference_impl.planner.serve.Hooks``, given as ``--hooks``) --------------
 
 
 def _by_legacy_names(components: Sequence[Mapping[str, Any]], mode: str) -> Components:
@@ -335,7 +335,7 @@ def _by_legacy_names(components: Sequence[Mapping[str, Any]], mode: str) -> Comp
 def _first_dgd_of_namespace(api: Any, namespace: str, name: str) -> str:
     from kubernetes import client
 
-    from protocol import kube_names as kn
+    from servecert.protocol import kube_names as kn
 
     listed = client.CustomObjectsApi(api).list_namespaced_custom_object(kn.DGD_GROUP, kn.DGD_VERSION, namespace, kn.DGD_PLURAL)
     # Broken: DYN_PARENT_DGD_K8S_NAME is not read; the namespace's first DGD is taken for the planner's own.

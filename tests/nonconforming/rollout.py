@@ -42,8 +42,8 @@ Everything else — the steps, the proxy's weights, the drains — is the refere
 
 from __future__ import annotations
 
-from fixtures.reference.adapter import ReferenceImplementation
-from reference_impl.operator.behaviour import Behaviour
+from servecert.adapters.reference.adapter import ReferenceImplementation
+from servecert.reference_impl.operator.behaviour import Behaviour
 
 IN_PLACE = Behaviour(isolate_rollouts=False)
 IGNORES_PAUSE = Behaviour(honour_pause=False)

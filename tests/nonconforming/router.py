@@ -15,12 +15,12 @@ from typing import Any
 
 from aiohttp import web
 
-from fixtures.adapter import DeploymentSpec, Environment
-from fixtures.reference.adapter import FrontendHook, ReferenceDeployment, ReferenceImplementation
-from reference_impl.frontend import app as frontend_app
-from reference_impl.frontend import topology
-from reference_impl.frontend.discovery import WorkerInfo
-from reference_impl.frontend.router import NoWorkers
+from servecert.adapters.contract import DeploymentSpec, Environment
+from servecert.adapters.reference.adapter import FrontendHook, ReferenceDeployment, ReferenceImplementation
+from servecert.reference_impl.frontend import app as frontend_app
+from servecert.reference_impl.frontend import topology
+from servecert.reference_impl.frontend.discovery import WorkerInfo
+from servecert.reference_impl.frontend.router import NoWorkers
 
 Match = Callable[[str, WorkerInfo, WorkerInfo], bool]
 SelectPrefill = Callable[[topology.TopologyPolicy, Sequence[WorkerInfo], Sequence[WorkerInfo]], list[WorkerInfo]]

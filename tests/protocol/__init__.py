@@ -1,1 +1,1 @@
-"""Tests of protocol/: the contracts and primitives both sides of the suite share."""
+"""Tests of servecert/protocol/: the contracts and primitives both sides of the suite share."""

@@ -1,10 +1,10 @@
-"""protocol.waiting: the one bounded wait, sync and async, and the hold window."""
+"""servecert.protocol.waiting: the one bounded wait, sync and async, and the hold window."""
 
 from __future__ import annotations
 
 import pytest
 
-from protocol import waiting
+from servecert.protocol import waiting
 
 
 def test_until_returns_the_first_truthy_value() -> None:
@@ -71,7 +71,7 @@ async def test_until_async_takes_coroutines_and_plain_functions() -> None:
 
 
 class FakeClock:
-    """time.monotonic, time.sleep and asyncio.sleep for protocol.waiting: sleeping advances the clock.
+    """time.monotonic, time.sleep and asyncio.sleep for servecert.protocol.waiting: sleeping advances the clock.
 
     So the schedule is judged exactly and no test here depends on how busy the machine is."""
 

@@ -1,1 +1,1 @@
-"""Tests of reference_impl/: the reference frontend, operator, planner and traffic split."""
+"""Tests of servecert/reference_impl/: the reference frontend, operator, planner and traffic split."""

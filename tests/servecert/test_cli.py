@@ -31,7 +31,7 @@ def test_the_pod_programs_parser_imports_neither_kopf_nor_the_suite() -> None:
             "import sys",
             "from servecert import cli",
             "cli.pod_program_parser()",
-            "print(sorted({'kopf', 'conformance', 'benchmarks'} & set(sys.modules)))",
+            "print(sorted({'kopf', 'servecert.conformance', 'servecert.benchmarks'} & set(sys.modules)))",
         ]
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.suite import collect
 from servecert import traceability
+from servecert.conformance.suite import collect
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conformance.tests.gang_scheduling import _network_topology as nt
+from servecert.conformance.tests.gang_scheduling import _network_topology as nt
 
 
 def installed(tree: nt.Tree) -> nt.Installed:

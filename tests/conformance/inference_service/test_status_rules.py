@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from conformance.tests.inference_service import leader_address, replica_readiness
-from reference_impl.operator.inference_service import LWS_WORKER_INDEX_LABEL, ready_replicas
+from servecert.conformance.tests.inference_service import leader_address, replica_readiness
+from servecert.reference_impl.operator.inference_service import LWS_WORKER_INDEX_LABEL, ready_replicas
 
 
 @pytest.mark.parametrize(

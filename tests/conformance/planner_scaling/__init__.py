@@ -1,1 +1,1 @@
-"""Tests of the helpers of conformance/tests/planner_scaling/ (its run checks)."""
+"""Tests of the helpers of servecert/conformance/tests/planner_scaling/ (its run checks)."""

@@ -7,16 +7,16 @@ from typing import Any, cast
 
 import pytest
 
-from conformance.suite.timeouts import Timeouts
-from conformance.tests.planner_scaling import _assertions as planner_assertions
-from conformance.tests.planner_scaling import _checks as planner_checks
-from conformance.tests.planner_scaling import _scenarios as planner_scenarios
-from conformance.tests.planner_scaling import floor_from_perf_model
-from fixtures.adapter import AGG
-from fixtures.fpm_record import FpmRecord, Pass
-from fixtures.host_delay import HostDelays
-from fixtures.load_generator import Result
-from fixtures.planner_harness import READY, START, EngineEvent, EngineViews
+from servecert.adapters.contract import AGG
+from servecert.conformance.suite.timeouts import Timeouts
+from servecert.conformance.tests.planner_scaling import _assertions as planner_assertions
+from servecert.conformance.tests.planner_scaling import _checks as planner_checks
+from servecert.conformance.tests.planner_scaling import _scenarios as planner_scenarios
+from servecert.conformance.tests.planner_scaling import floor_from_perf_model
+from servecert.harness.load_generator import Result
+from servecert.harness.planner.fpm_record import FpmRecord, Pass
+from servecert.harness.planner.host_delay import HostDelays
+from servecert.harness.planner.scaling_harness import READY, START, EngineEvent, EngineViews
 
 
 class NoEngines(EngineViews):
@@ -52,7 +52,7 @@ def test_the_misses_name_each_failed_request_with_its_error_and_each_slow_one_wi
 
 
 def test_a_request_late_only_by_the_engines_lateness_meets_the_sla_and_one_late_beyond_it_does_not() -> None:
-    """What the fake engines ran behind their timing model is the host's, not the planner's (fixtures.host_delay)."""
+    """What the fake engines ran behind their timing model is the host's, not the planner's (servecert.harness.planner.host_delay)."""
     t = Timeouts()
     itl_s = planner_checks.planner_spec(t).itl_ms / 1000 / t.planner_time_scale  # the ITL target in real seconds
     slowed = Result(1.0, True, "", 0.01, itl_s * 1.5, 11, 0.5, prompt_fingerprint="slowed")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from conformance.suite.timeouts import Timeouts
-from conformance.tests.planner_scaling import _checks as planner_checks
-from conformance.tests.planner_scaling import _scenarios as planner_scenarios
-from conformance.tests.planner_scaling._cluster import LISTED, PodScaling
-from fixtures.planner_harness import READY, START, STOP
+from servecert.conformance.suite.timeouts import Timeouts
+from servecert.conformance.tests.planner_scaling import _checks as planner_checks
+from servecert.conformance.tests.planner_scaling import _scenarios as planner_scenarios
+from servecert.conformance.tests.planner_scaling._cluster import LISTED, PodScaling
+from servecert.harness.planner.scaling_harness import READY, START, STOP
 
 DGD = "planned-0"
 

@@ -1,1 +1,1 @@
-"""Tests of the helpers of conformance/tests/rollout_isolation/ (its rule verdict)."""
+"""Tests of the helpers of servecert/conformance/tests/rollout_isolation/ (its rule verdict)."""

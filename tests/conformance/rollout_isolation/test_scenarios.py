@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from conformance.tests.rollout_isolation import _scenarios as scenarios
+from servecert.conformance.tests.rollout_isolation import _scenarios as scenarios
 
 
 def worker_pod(component: dict[str, Any]) -> dict[str, Any]:

@@ -16,10 +16,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from conformance.tests.rollout_isolation import _scenarios as scenarios
-from conformance.tests.rollout_isolation import _verdict as verdict
-from conformance.tests.rollout_isolation._traffic import Sent
-from fixtures.traffic import Outcome
+from servecert.conformance.tests.rollout_isolation import _scenarios as scenarios
+from servecert.conformance.tests.rollout_isolation import _verdict as verdict
+from servecert.conformance.tests.rollout_isolation._traffic import Sent
+from servecert.harness.traffic import Outcome
 
 STEP_S = 7.0
 RATE = 25.0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from conformance.tests.rollout_isolation import _verdict as verdict
+from servecert.conformance.tests.rollout_isolation import _verdict as verdict
 
 T0 = datetime.datetime(2026, 11, 27, 8, 0, 0, tzinfo=datetime.UTC).timestamp()
 

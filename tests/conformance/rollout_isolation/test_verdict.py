@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from conformance.tests.rollout_isolation import _scenarios as scenarios
-from conformance.tests.rollout_isolation import _verdict as verdict
-from conformance.tests.rollout_isolation._traffic import Sent
-from fixtures.traffic import Outcome
+from servecert.conformance.tests.rollout_isolation import _scenarios as scenarios
+from servecert.conformance.tests.rollout_isolation import _verdict as verdict
+from servecert.conformance.tests.rollout_isolation._traffic import Sent
+from servecert.harness.traffic import Outcome
 
 SWITCH = 5.0
 END = 10.0

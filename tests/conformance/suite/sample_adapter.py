@@ -13,8 +13,8 @@ import asyncio
 import os
 from dataclasses import dataclass, field
 
-from conformance.suite import features
-from fixtures.adapter import DeploymentSpec, Environment, ImplementationMetadata, WorkerRef, WorkerSpec
+from servecert import features
+from servecert.adapters.contract import DeploymentSpec, Environment, ImplementationMetadata, WorkerRef, WorkerSpec
 
 GOOD_URL = "http://frontend.sample.invalid"
 CORE = frozenset({features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER, features.KV_TRANSFER_TOPOLOGY_UNSET})

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from conformance import plugin
-from conformance.suite import features
-from conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from servecert import features
+from servecert.conformance import plugin
+from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 
 Check = Callable[[TestContext], Awaitable[None]]
 SAMPLE_TESTS = "tests.conformance.suite.sample_tests"

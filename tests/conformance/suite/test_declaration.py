@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance.suite import collect, features, timeouts
-from conformance.suite.test_case import Case, ConformanceTest, SeedRef
+from servecert import features
+from servecert.conformance.suite import collect, timeouts
+from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef
 from tests.conformance.suite import suite_helpers
 
 HEADER = (
-    "from conformance.suite.test_case import ConformanceTest\n"
+    "from servecert.conformance.suite.test_case import ConformanceTest\n"
     "from tests.conformance.suite.suite_helpers import SAMPLE_SEED, passing_check\n"
 )
 
@@ -101,7 +102,7 @@ def test_the_sample_package_yields_one_test_per_module_sorted_by_module() -> Non
 
 def test_the_real_tests_package_collects() -> None:
     for test in collect.collect():
-        assert test.source.startswith("conformance.tests.")
+        assert test.source.startswith("servecert.conformance.tests.")
 
 
 @pytest.mark.parametrize(

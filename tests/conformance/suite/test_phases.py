@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.suite import environments, phases, runner
-from conformance.suite.test_case import TestContext
-from fixtures.adapter import DeploymentSpec
+from servecert.adapters.contract import DeploymentSpec
+from servecert.conformance.suite import environments, phases, runner
+from servecert.conformance.suite.test_case import TestContext
+from servecert.harness.environment import SuiteEnvironment
 from tests.conformance.suite import suite_helpers
 from tests.conformance.suite.test_run_case import RecordingImplementation, run
 
@@ -43,7 +44,7 @@ async def test_a_deployment_that_never_became_ready_fails_in_setup() -> None:
 
 
 async def test_an_environment_that_cannot_be_set_up_fails_in_setup_naming_step_time_and_log(monkeypatch: pytest.MonkeyPatch) -> None:
-    def create(name: str, implementation: object = None) -> environments.SuiteEnvironment:
+    def create(name: str, implementation: object = None) -> SuiteEnvironment:
         cause = RuntimeError("the operator exited with 1; log /ops/x/operator.log:\nboom")
         raise phases.SetupFailed(phases.OPERATOR_INSTALL, cause, 2.5)
 

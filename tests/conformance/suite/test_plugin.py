@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import plugin
-from conformance.suite import features, profiles
+from servecert import features
+from servecert.conformance import plugin
+from servecert.conformance.suite import profiles
 from tests.conformance.suite import suite_helpers
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reports import conformance_report as cr
-from reports import summary_page
+from servecert.reports import conformance_report as cr
+from servecert.reports import summary_page
 
 CORE_A, CORE_B, EXT_A, EXT_B = "CoreA", "CoreB", "ExtA", "ExtB"
 PROFILE = cr.ProfileSpec("SAMPLE", core=frozenset({CORE_A, CORE_B}), extended=frozenset({EXT_A, EXT_B}))
@@ -178,7 +178,7 @@ def test_a_test_another_environment_of_the_profile_judges_counts_nowhere_and_is_
 
 
 def test_the_profile_lists_the_tests_only_its_other_environments_run() -> None:
-    from conformance.suite import collect, profiles
+    from servecert.conformance.suite import collect, profiles
 
     tests = collect.collect()
     on_cluster = profiles.PLANNER_SCALING.tests_judged_elsewhere(tests, "cluster")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from conformance.suite import runner, timeouts
-from conformance.suite.test_case import DeployTimeout, TestContext
-from fixtures.adapter import DeploymentSpec, Environment, WorkerRef, WorkerSpec
+from servecert.adapters.contract import DeploymentSpec, Environment, WorkerRef, WorkerSpec
+from servecert.conformance.suite import runner, timeouts
+from servecert.conformance.suite.test_case import DeployTimeout, TestContext
 from tests.conformance.suite import sample_adapter, suite_helpers
 
 QUICK = timeouts.Timeouts(test_s=0.5, deploy_ready_s=0.2, cleanup_s=0.2)

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from conformance.suite import collect
-from conformance.suite.test_case import SEEDS, ConformanceTest
+from servecert.conformance.suite import collect
+from servecert.conformance.suite.test_case import SEEDS, ConformanceTest
 
 ROOT = Path(__file__).resolve().parents[3]
 BESIDE = ROOT.parent / "shared" / "seeds"

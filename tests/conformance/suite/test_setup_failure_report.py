@@ -17,7 +17,7 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from fixtures.cluster import binaries
+from servecert.harness.cluster import binaries
 from tests.certify.run import REPO
 
 BROKEN = "#!/bin/sh\necho 'broken on purpose by a self-test' >&2\nexit 3\n"

@@ -9,10 +9,10 @@ from typing import Any, cast
 
 import pytest
 
-from conformance.suite import timeouts
-from conformance.tests.planner_scaling import _assertions as planner_assertions
-from conformance.tests.planner_scaling import _checks as planner_checks
-from conformance.tests.planner_scaling import _scenarios as planner_scenarios
+from servecert.conformance.suite import timeouts
+from servecert.conformance.tests.planner_scaling import _assertions as planner_assertions
+from servecert.conformance.tests.planner_scaling import _checks as planner_checks
+from servecert.conformance.tests.planner_scaling import _scenarios as planner_scenarios
 
 CONCERNS = ("suite", "router", "operator", "gang", "rollout", "planner")
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "suite.md"

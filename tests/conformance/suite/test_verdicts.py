@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.suite import features, profiles, runner
-from conformance.suite.runner import Verdict
-from conformance.suite.test_case import Case
+from servecert import features
+from servecert.conformance.suite import profiles, runner
+from servecert.conformance.suite.runner import Verdict
+from servecert.conformance.suite.test_case import Case
 from tests.conformance.suite import suite_helpers
 
 CORE = profiles.ROUTER_TOPOLOGY.core

@@ -1,1 +1,1 @@
-"""Tests of reference_impl/frontend/: the reference frontend, its router, discovery and drain."""
+"""Tests of servecert/reference_impl/frontend/: the reference frontend, its router, discovery and drain."""

@@ -13,14 +13,14 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
-from fixtures import traffic
-from fixtures.adapter import DeploymentSpec, RouterSpec, WorkerSpec
-from fixtures.observe import GroundTruth
-from fixtures.process_env import ProcessEnvironment
-from fixtures.reference.adapter import ReferenceDeployment, ReferenceImplementation
-from protocol import tokenizer, waiting
-from reference_impl.frontend import app as frontend_app
-from reference_impl.operator import frontend_routes
+from servecert.adapters.contract import DeploymentSpec, RouterSpec, WorkerSpec
+from servecert.adapters.reference.adapter import ReferenceDeployment, ReferenceImplementation
+from servecert.harness import traffic
+from servecert.harness.observe import GroundTruth
+from servecert.harness.process_env import ProcessEnvironment
+from servecert.protocol import tokenizer, waiting
+from servecert.reference_impl.frontend import app as frontend_app
+from servecert.reference_impl.operator import frontend_routes
 from tests.conftest import serve_process
 
 MODEL = "m"

@@ -20,9 +20,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from fakes import groundtruth
-from fixtures import traffic
-from protocol import waiting
+from servecert.fakes import groundtruth
+from servecert.harness import traffic
+from servecert.protocol import waiting
 from tests.conftest import ServeProcess, serve_process, started
 from tests.drain_helpers import address, exited
 

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from kubernetes.client.rest import ApiException
 
-from fakes.engine import Engine
-from protocol import discovery_files, kube_names, waiting
-from reference_impl.frontend import serve
-from reference_impl.frontend.app import FrontendConfig
-from reference_impl.frontend.discovery import FileDiscovery, KubeDiscoverySettings, WorkerInfo
-from reference_impl.frontend.kube_discovery import KubernetesDiscovery
+from servecert.fakes.engine import Engine
+from servecert.protocol import discovery_files, kube_names, waiting
+from servecert.reference_impl.frontend import serve
+from servecert.reference_impl.frontend.app import FrontendConfig
+from servecert.reference_impl.frontend.discovery import FileDiscovery, KubeDiscoverySettings, WorkerInfo
+from servecert.reference_impl.frontend.kube_discovery import KubernetesDiscovery
 from tests.conftest import config
 
 NS = "team-a"

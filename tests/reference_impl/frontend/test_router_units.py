@@ -6,13 +6,13 @@ import math
 
 import pytest
 
-from protocol.card import ModelCard
-from reference_impl.frontend import topology
-from reference_impl.frontend.discovery import WorkerInfo
-from reference_impl.frontend.kv_index import KvIndex
-from reference_impl.frontend.router import NoWorkers, Router
-from reference_impl.frontend.routing import KvPolicy, Load, RoundRobinPolicy
-from reference_impl.frontend.worker_sets import WorkerSets
+from servecert.protocol.card import ModelCard
+from servecert.reference_impl.frontend import topology
+from servecert.reference_impl.frontend.discovery import WorkerInfo
+from servecert.reference_impl.frontend.kv_index import KvIndex
+from servecert.reference_impl.frontend.router import NoWorkers, Router
+from servecert.reference_impl.frontend.routing import KvPolicy, Load, RoundRobinPolicy
+from servecert.reference_impl.frontend.worker_sets import WorkerSets
 
 
 def worker(engine_id: str, role: str = "agg", block_size: int = 16, **domains: str) -> WorkerInfo:

@@ -1,6 +1,6 @@
 """The seeds' examples as the reference operator's unit tests use them, and what those tests share.
 
-Inputs are the seeds' examples (``fixtures.seed_examples``) given the namespace and uid the API
+Inputs are the seeds' examples (``servecert.harness.seed_examples``) given the namespace and uid the API
 server would add; invalid variants break one field of them.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fixtures import seed_examples
-from protocol import kube_names as kn
+from servecert.harness import seed_examples
+from servecert.protocol import kube_names as kn
 
 NS = "team-a"
 DGD_EXAMPLE = "dgd-my-llm-disagg"

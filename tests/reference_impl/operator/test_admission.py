@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from reference_impl.operator.admission import dgd_errors, inference_service_errors
-from reference_impl.operator.behaviour import Behaviour
+from servecert.reference_impl.operator.admission import dgd_errors, inference_service_errors
+from servecert.reference_impl.operator.behaviour import Behaviour
 from tests.reference_impl.operator.seed_objects import CT_NAME, DOMAINS, STORIES, dgd, story
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from reference_impl.operator import behaviour as behaviour_mod
-from reference_impl.operator.behaviour import REFERENCE
+from servecert.reference_impl.operator import behaviour as behaviour_mod
+from servecert.reference_impl.operator.behaviour import REFERENCE
 
 
 def test_load_returns_the_named_behaviour() -> None:
-    assert behaviour_mod.load("reference_impl.operator.behaviour:REFERENCE") is REFERENCE
+    assert behaviour_mod.load("servecert.reference_impl.operator.behaviour:REFERENCE") is REFERENCE
 
 
 def test_reference_behaviour_uses_the_seed_task_key_and_the_bound_node() -> None:
@@ -21,11 +21,11 @@ def test_reference_behaviour_uses_the_seed_task_key_and_the_bound_node() -> None
 @pytest.mark.parametrize(
     "spec",
     [
-        "reference_impl.operator.behaviour",
+        "servecert.reference_impl.operator.behaviour",
         ":REFERENCE",
-        "reference_impl.operator.behaviour:",
+        "servecert.reference_impl.operator.behaviour:",
         "",
-        "reference_impl.operator.behaviour.REFERENCE",
+        "servecert.reference_impl.operator.behaviour.REFERENCE",
     ],
 )
 def test_load_refuses_a_malformed_spec(spec: str) -> None:
@@ -34,8 +34,10 @@ def test_load_refuses_a_malformed_spec(spec: str) -> None:
     assert str(info.value) == f"--behaviour {spec!r} must look like package.module:ATTRIBUTE"
 
 
-@pytest.mark.parametrize("spec", ["reference_impl.operator.behaviour:seed_task_key", "reference_impl.operator.behaviour:NO_SUCH_ATTRIBUTE"])
+@pytest.mark.parametrize(
+    "spec", ["servecert.reference_impl.operator.behaviour:seed_task_key", "servecert.reference_impl.operator.behaviour:NO_SUCH_ATTRIBUTE"]
+)
 def test_load_refuses_an_attribute_that_is_not_a_behaviour(spec: str) -> None:
     with pytest.raises(ValueError) as info:
         behaviour_mod.load(spec)
-    assert str(info.value) == f"--behaviour {spec!r} is not a reference_impl.operator.behaviour.Behaviour"
+    assert str(info.value) == f"--behaviour {spec!r} is not a servecert.reference_impl.operator.behaviour.Behaviour"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from reference_impl.operator import dgd_pods
+from servecert.reference_impl.operator import dgd_pods
 from tests.reference_impl.operator.seed_objects import CT_NAME, DOMAINS, NS, dgd, short_named
 
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from protocol import kube_names as kn
-from reference_impl.operator import dgd_pods, dgd_rollout, reconcile, rollout_plan
-from reference_impl.operator.behaviour import REFERENCE, Behaviour
+from servecert.protocol import kube_names as kn
+from servecert.reference_impl.operator import dgd_pods, dgd_rollout, reconcile, rollout_plan
+from servecert.reference_impl.operator.behaviour import REFERENCE, Behaviour
 
 NS = "team"
 

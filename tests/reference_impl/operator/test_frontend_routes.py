@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from reference_impl.operator import frontend_routes
+from servecert.reference_impl.operator import frontend_routes
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from reference_impl.operator import inference_service
-from reference_impl.operator.behaviour import REFERENCE, Behaviour
+from servecert.reference_impl.operator import inference_service
+from servecert.reference_impl.operator.behaviour import REFERENCE, Behaviour
 from tests.reference_impl.operator.seed_objects import NS, STORIES, story
 
 

@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any
 
-from reference_impl.operator.one_at_a_time import OneAtATime
+from servecert.reference_impl.operator.one_at_a_time import OneAtATime
 
 
 def test_two_reconciles_of_one_object_never_overlap_and_each_sees_the_latest() -> None:

@@ -1,7 +1,7 @@
 """The reference operator on the shared cluster: least-privilege credentials, restart convergence, ownership.
 
 Each test installs its own operator instance (RBAC, token, webhook, process) through
-``fixtures.reference.operator_install`` and works in namespaces of that instance only.
+``servecert.adapters.reference.operator_install`` and works in namespaces of that instance only.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from fixtures import seed_examples
-from fixtures.cluster.backends import Cluster
-from fixtures.reference import operator_install
-from protocol import kube_names as kn
-from protocol import waiting
-from reference_impl.operator import kube_access, run
+from servecert.adapters.reference import operator_install
+from servecert.harness import seed_examples
+from servecert.harness.cluster.backends import Cluster
+from servecert.protocol import kube_names as kn
+from servecert.protocol import waiting
+from servecert.reference_impl.operator import kube_access, run
 
 pytestmark = pytest.mark.cluster
 WAIT_S = 60.0
@@ -168,7 +168,7 @@ def test_a_dgd_serves_completions_through_its_frontend(
     import urllib.error
     import urllib.request
 
-    from conformance.utils import manifests as cluster_manifests
+    from servecert.conformance.utils import manifests as cluster_manifests
 
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     custom.create_namespaced_custom_object(
@@ -224,9 +224,9 @@ def test_the_planners_kubernetes_connector_scales_a_dgd_through_the_operator(
 ) -> None:
     import asyncio
 
-    from conformance.utils import manifests as cluster_manifests
-    from reference_impl.planner.connectors.kubernetes import KubernetesConnector
-    from reference_impl.planner.connectors.protocol import AWAITING_ACK, ISSUED, UNCHANGED
+    from servecert.conformance.utils import manifests as cluster_manifests
+    from servecert.reference_impl.planner.connectors.kubernetes import KubernetesConnector
+    from servecert.reference_impl.planner.connectors.protocol import AWAITING_ACK, ISSUED, UNCHANGED
 
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     custom.create_namespaced_custom_object(

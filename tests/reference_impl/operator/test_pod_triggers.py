@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol import kube_names as kn
-from reference_impl.operator.pod_triggers import PodTriggers, dgd_owner
+from servecert.protocol import kube_names as kn
+from servecert.reference_impl.operator.pod_triggers import PodTriggers, dgd_owner
 
 
 def pod(ready: bool, terminating: bool = False, uid: str = "u-1") -> dict[str, Any]:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from reference_impl.operator import proxy_weights
-from reference_impl.operator.proxy_weights import Frontend
-from reference_impl.traffic_split.runtime_api import DRAIN, MAINT, Server
+from servecert.reference_impl.operator import proxy_weights
+from servecert.reference_impl.operator.proxy_weights import Frontend
+from servecert.reference_impl.traffic_split.runtime_api import DRAIN, MAINT, Server
 
 PORT = 8000
 

@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 
-from conformance.tests.rollout_isolation import _verdict as rollout_verdict
-from reference_impl.operator import rollout_plan as rp
-from reference_impl.traffic_split import weights
+from servecert.conformance.tests.rollout_isolation import _verdict as rollout_verdict
+from servecert.reference_impl.operator import rollout_plan as rp
+from servecert.reference_impl.traffic_split import weights
 
 Counts = dict[str, int]
 

@@ -1,12 +1,12 @@
 """Rollouts survive failures: an engine killed mid-stream.
 
-It drives the suite's own ROLLOUT-ISOLATION scenario (``conformance.tests.rollout_isolation._checks``: the
+It drives the suite's own ROLLOUT-ISOLATION scenario (``servecert.conformance.tests.rollout_isolation._checks``: the
 DGD of 1 frontend, 2 prefill, 2 decode, streaming traffic through its proxy, the fakes' ground
 truth) against a reference operator this test installs: an old decode engine's process is
 SIGKILLed with streams in flight; every request the client sent either succeeded or ended in an
 error (status or SSE error event) — never a stream that just stops — and the rollout still ends
 with the new version alone. (The operator killed mid-rollout is a conformance test now:
-``conformance/tests/rollout_isolation/controller_restart.py``.)
+``servecert/conformance/tests/rollout_isolation/controller_restart.py``.)
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 
-from conformance.suite.timeouts import Timeouts
-from conformance.tests.rollout_isolation import _checks as rc
-from conformance.tests.rollout_isolation import _scenarios as scenarios
-from conformance.tests.rollout_isolation import _verdict as verdict
-from conformance.utils import kube as kc
-from fixtures.cluster.backends import Cluster
-from fixtures.cluster_env import ClusterEnvironment, ClusterSession
-from fixtures.reference import operator_install
-from protocol import waiting
+from servecert.adapters.reference import operator_install
+from servecert.conformance.suite.timeouts import Timeouts
+from servecert.conformance.tests.rollout_isolation import _checks as rc
+from servecert.conformance.tests.rollout_isolation import _scenarios as scenarios
+from servecert.conformance.tests.rollout_isolation import _verdict as verdict
+from servecert.conformance.utils import kube as kc
+from servecert.harness.cluster.backends import Cluster
+from servecert.harness.cluster_env import ClusterEnvironment, ClusterSession
+from servecert.protocol import waiting
 
 pytestmark = pytest.mark.cluster
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from fixtures import seed_examples
-from reference_impl.operator import dgd_pods, topology_injection
-from reference_impl.operator.topology_injection import Level
+from servecert.harness import seed_examples
+from servecert.reference_impl.operator import dgd_pods, topology_injection
+from servecert.reference_impl.operator.topology_injection import Level
 from tests.reference_impl.operator.seed_objects import CT_NAME, DOMAINS, dgd, short_named
 
 CT_EXAMPLE = "clustertopology-my-cluster-topology"

@@ -1,1 +1,1 @@
-"""Tests of reference_impl/planner/: its scaling rules, models and connectors."""
+"""Tests of servecert/reference_impl/planner/: its scaling rules, models and connectors."""

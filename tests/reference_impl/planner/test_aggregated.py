@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from reference_impl.planner import estimate, load_scaling
-from reference_impl.planner.config import AGG, PlannerConfig, PlannerConfigError
-from reference_impl.planner.perf_model.aggregated import AggregatedPerfModel, DecodeView, PrefillView, WindowRow
-from reference_impl.planner.reconcile import Targets, reconcile
+from servecert.reference_impl.planner import estimate, load_scaling
+from servecert.reference_impl.planner.config import AGG, PlannerConfig, PlannerConfigError
+from servecert.reference_impl.planner.perf_model.aggregated import AggregatedPerfModel, DecodeView, PrefillView, WindowRow
+from servecert.reference_impl.planner.reconcile import Targets, reconcile
 
 
 def engine_ms(prefill: int, decode_kv: int) -> float:

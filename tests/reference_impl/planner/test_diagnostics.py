@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import generate_latest
 
-from reference_impl.planner.diagnostics import Diagnostics, TickRecord
-from reference_impl.planner.estimate import EngineLoad
+from servecert.reference_impl.planner.diagnostics import Diagnostics, TickRecord
+from servecert.reference_impl.planner.estimate import EngineLoad
 
 
 def _exposition(d: Diagnostics) -> str:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from reference_impl.planner.connectors import kubernetes as connector_mod
-from reference_impl.planner.connectors.kubernetes import DeploymentShapeError, KubernetesConnector
-from reference_impl.planner.connectors.protocol import AWAITING_ACK, ISSUED, UNCHANGED
+from servecert.reference_impl.planner.connectors import kubernetes as connector_mod
+from servecert.reference_impl.planner.connectors.kubernetes import DeploymentShapeError, KubernetesConnector
+from servecert.reference_impl.planner.connectors.protocol import AWAITING_ACK, ISSUED, UNCHANGED
 
 
 class FakeCustom:

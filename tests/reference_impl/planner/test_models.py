@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from protocol.perf_profile import PerfProfile
-from reference_impl.planner import estimate, predictors, throughput_scaling, traffic
-from reference_impl.planner.fpm import FpmSample
-from reference_impl.planner.perf_model.regression import RegressionPerfModel
+from servecert.protocol.perf_profile import PerfProfile
+from servecert.reference_impl.planner import estimate, predictors, throughput_scaling, traffic
+from servecert.reference_impl.planner.fpm import FpmSample
+from servecert.reference_impl.planner.perf_model.regression import RegressionPerfModel
 
 
 @pytest.mark.parametrize("name", ["constant", "arima", "kalman"])

@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from protocol.planner_decisions import MemoryDecisionStore
-from reference_impl.planner import load_scaling
-from reference_impl.planner.config import PlannerConfig, PlannerConfigError
-from reference_impl.planner.connectors.protocol import AWAITING_ACK, ISSUED, UNCHANGED
-from reference_impl.planner.connectors.virtual import VirtualConnector
-from reference_impl.planner.reconcile import Targets, gpus, reconcile
+from servecert.protocol.planner_decisions import MemoryDecisionStore
+from servecert.reference_impl.planner import load_scaling
+from servecert.reference_impl.planner.config import PlannerConfig, PlannerConfigError
+from servecert.reference_impl.planner.connectors.protocol import AWAITING_ACK, ISSUED, UNCHANGED
+from servecert.reference_impl.planner.connectors.virtual import VirtualConnector
+from servecert.reference_impl.planner.reconcile import Targets, gpus, reconcile
 
 
 class TestLoadRule:
@@ -92,7 +92,7 @@ class TestAcknowledgementTimeout:
     async def test_the_planner_decides_again_once_an_unacknowledged_decision_times_out(self) -> None:
         import aiohttp
 
-        from reference_impl.planner.planner import Planner, Worker
+        from servecert.reference_impl.planner.planner import Planner, Worker
 
         class TwoDecode:
             def workers(self) -> list[Worker]:
@@ -114,9 +114,9 @@ async def test_the_planner_serves_its_gauges_ticks_and_report() -> None:
     import aiohttp
     from aiohttp.test_utils import TestClient, TestServer
 
-    from reference_impl.planner import app
-    from reference_impl.planner.diagnostics import TickRecord
-    from reference_impl.planner.planner import Planner, Worker
+    from servecert.reference_impl.planner import app
+    from servecert.reference_impl.planner.diagnostics import TickRecord
+    from servecert.reference_impl.planner.planner import Planner, Worker
 
     class NoWorkers:
         def workers(self) -> list[Worker]:
@@ -138,7 +138,7 @@ async def test_a_planner_starting_beside_loading_workers_plans_from_what_the_con
     decision, held on the mismatch for ever, and never scaled (every PLANNER-SCALING case on the cluster)."""
     import aiohttp
 
-    from reference_impl.planner.planner import Planner, Targets, Worker
+    from servecert.reference_impl.planner.planner import Planner, Targets, Worker
 
     class NoneYet:
         def workers(self) -> list[Worker]:
@@ -162,8 +162,8 @@ async def test_the_planner_serves_health_while_its_loop_runs() -> None:
     import aiohttp
     from aiohttp.test_utils import TestClient, TestServer
 
-    from reference_impl.planner import app
-    from reference_impl.planner.planner import Planner, Worker
+    from servecert.reference_impl.planner import app
+    from servecert.reference_impl.planner.planner import Planner, Worker
 
     class NoWorkers:
         def workers(self) -> list[Worker]:
@@ -183,8 +183,8 @@ async def test_a_scale_down_waits_while_the_decode_component_s_in_flight_kv_is_r
     one of two decode workers 4 s into decode-bound's load on a cluster and missed the SLA at t=40 s (93.0%)."""
     import aiohttp
 
-    from reference_impl.planner import estimate
-    from reference_impl.planner.planner import RISING, Planner, Worker
+    from servecert.reference_impl.planner import estimate
+    from servecert.reference_impl.planner.planner import RISING, Planner, Worker
 
     class NoWorkers:
         def workers(self) -> list[Worker]:

@@ -10,12 +10,12 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from protocol.planner_decisions import MemoryDecisionStore
-from reference_impl.planner import traffic
-from reference_impl.planner.config import PlannerConfig
-from reference_impl.planner.connectors.virtual import VirtualConnector
-from reference_impl.planner.planner import Planner, Worker
-from reference_impl.planner.traffic import TrafficSample
+from servecert.protocol.planner_decisions import MemoryDecisionStore
+from servecert.reference_impl.planner import traffic
+from servecert.reference_impl.planner.config import PlannerConfig
+from servecert.reference_impl.planner.connectors.virtual import VirtualConnector
+from servecert.reference_impl.planner.planner import Planner, Worker
+from servecert.reference_impl.planner.traffic import TrafficSample
 
 METRICS = """# TYPE vllm:request_success_total counter
 vllm:request_success_total{{model_name="m"}} {done}

@@ -7,11 +7,11 @@ import dataclasses
 
 import pytest
 
-from fixtures.adapter import DeploymentSpec, PlannerSpec, WorkerSpec
-from fixtures.reference import planner as reference_planner
-from protocol.perf_profile import PerfProfile
-from reference_impl.planner import serve
-from reference_impl.planner.config import PlannerConfig
+from servecert.adapters.contract import DeploymentSpec, PlannerSpec, WorkerSpec
+from servecert.adapters.reference import planner as reference_planner
+from servecert.protocol.perf_profile import PerfProfile
+from servecert.reference_impl.planner import serve
+from servecert.reference_impl.planner.config import PlannerConfig
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

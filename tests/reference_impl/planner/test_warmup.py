@@ -8,11 +8,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from protocol.planner_decisions import MemoryDecisionStore
-from reference_impl.planner.config import PlannerConfig, PlannerConfigError
-from reference_impl.planner.connectors.virtual import VirtualConnector
-from reference_impl.planner.planner import Planner, Worker
-from reference_impl.planner.predictors import warmup
+from servecert.protocol.planner_decisions import MemoryDecisionStore
+from servecert.reference_impl.planner.config import PlannerConfig, PlannerConfigError
+from servecert.reference_impl.planner.connectors.virtual import VirtualConnector
+from servecert.reference_impl.planner.planner import Planner, Worker
+from servecert.reference_impl.planner.predictors import warmup
 
 
 def _trace(path: Path, per_window: list[int], window_s: float) -> Path:

@@ -1,1 +1,1 @@
-"""Tests of reference_impl/traffic_split/: the weighted HAProxy split and its weights."""
+"""Tests of servecert/reference_impl/traffic_split/: the weighted HAProxy split and its weights."""

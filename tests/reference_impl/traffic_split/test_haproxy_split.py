@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from aiohttp import ClientSession, web
 
-from protocol import waiting
-from reference_impl.traffic_split import haproxy, weights
-from reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
+from servecert.protocol import waiting
+from servecert.reference_impl.traffic_split import haproxy, weights
+from servecert.reference_impl.traffic_split.runtime_api import RuntimeApi, RuntimeApiError
 
 REPO = Path(__file__).resolve().parents[3]
 _WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
@@ -192,8 +192,8 @@ def test_a_missing_haproxy_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, cap
 
 
 async def test_the_operators_sync_fills_weights_drains_and_frees_slots(proxy: Proxy) -> None:
-    """``reference_impl.operator.proxy_weights.sync``: what the rollout controller does to HAProxy each reconcile."""
-    from reference_impl.operator import proxy_weights
+    """``servecert.reference_impl.operator.proxy_weights.sync``: what the rollout controller does to HAProxy each reconcile."""
+    from servecert.reference_impl.operator import proxy_weights
 
     frontends = {
         "fe-old": proxy_weights.Frontend("fe-old", proxy.old, PORT),

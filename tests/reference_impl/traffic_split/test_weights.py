@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reference_impl.traffic_split import weights
+from servecert.reference_impl.traffic_split import weights
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conformance.suite.test_case import TestContext
-from fixtures.adapter import DeploymentSpec, WorkerSpec
+from servecert.adapters.contract import DeploymentSpec, WorkerSpec
+from servecert.conformance.suite.test_case import TestContext
 
 GOOD_URL = "http://frontend.sample.invalid"
 

@@ -1,5 +1,5 @@
-from conformance.suite import features
-from conformance.suite.test_case import ConformanceTest
+from servecert import features
+from servecert.conformance.suite.test_case import ConformanceTest
 from tests.conformance.suite.sample_tests import _checks
 from tests.conformance.suite.suite_helpers import SAMPLE_SEED
 

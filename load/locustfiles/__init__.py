@@ -1,1 +1,0 @@
-"""locustfiles: run only inside a locust subprocess (``load.runner``); never import them elsewhere."""

@@ -1,0 +1,192 @@
+"""NVIDIA Dynamo 1.6.1's planner behind the adapter contract (registered as ``dynamo-planner``).
+
+``deploy`` runs the router adapter's deployment (Dynamo's frontend, one ``servecert.adapters.dynamo.worker``
+per worker: the suite's fake engines, which publish their forward-pass metrics on Dynamo's event
+plane) and beside it Dynamo's own planner, ``python -m dynamo.planner``, on its Virtual connector:
+
+    PlannerSpec (simulated ms and s) --planner_config--> Dynamo's --config JSON (real ms and s)
+    etcd (the cluster build's binary, on 127.0.0.1, data in the deployment's folder)
+        <-- num_prefill_workers, num_decode_workers, decision_id --  the planner
+        -- scaled_decision_id -->                                     (after the suite scaled)
+    the suite's ScalingHarness reads and acknowledges them through ``decisions``
+    (``EtcdDecisionStore``) and adds or removes workers with ``add_worker``/``remove_worker``;
+    the planner counts them through Dynamo's discovery and reads their FPMs, as it would vLLM's.
+
+Why a virtualenv of its own (``make dynamo-planner``): the planner pins ``kubernetes<33``, which
+the suite's environment is past, and imports ``aisimulate_core``, whose wheel comes only from
+NVIDIA's index. ``planner_stand_in/`` puts in its place the two names the planner imports, over
+aiconfigurator-core's forward-pass regression (the model the planner learns with is NVIDIA's; the
+stand-in only builds it, with no download attempt).
+
+What the mapping cannot carry (said in ``docs/dynamo.md`` and in the submitted report):
+
+- Dynamo's intervals are whole real seconds: the scenario's load and throughput intervals divided
+  by the time scale must be integers (``--timeout planner_time_scale=2``: 2 simulated s = 1 s).
+- Throughput-based scaling reads the frontend's metrics from a Prometheus server; there is none
+  here, so it is off (``PROMETHEUS_ENDPOINT`` names a closed port, the planner logs that it cannot
+  read the KV hit rate) and the planner scales on load alone.
+- ``scale_down_sensitivity``, ``predictor``, ``profile`` and ``warmup_trace`` are not passed on.
+
+Every process is started by this module and ended by its pid in ``close()``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from servecert.adapters.contract import AGG, AdapterError, DeploymentSpec, PlannerSpec
+from servecert.adapters.dynamo.adapter import DynamoDeployment, DynamoImplementation
+from servecert.adapters.dynamo.etcd_decisions import EtcdDecisionStore
+from servecert.harness.cluster import binaries
+from servecert.harness.cluster.processes import free_port
+from servecert.harness.processes import Proc, wait_for
+from servecert.protocol import waiting
+
+PLANNER_PYTHON_ENV = "SERVECERT_DYNAMO_PLANNER_PYTHON"
+STAND_IN = Path(__file__).with_name("planner_stand_in")
+ETCD_READY_S = 15.0
+PLANNER_READY_S = float(os.environ.get("SERVECERT_DYNAMO_PLANNER_READY_S", "75"))
+"""Its imports take ~13 s, and it waits 10 s per component for a self-benchmark endpoint the fakes do not serve."""
+FIRST_TICK = re.compile(r"\[summary\] (HOLD|SCALE_UP|SCALE_DOWN)")
+CLOSED_PORT = "http://127.0.0.1:1"
+PLANNER_FEATURES = frozenset(
+    {"PlannerVirtualConnector", "PlannerLoadBasedScaling", "PlannerScalingBounds", "PlannerStability", "PlannerSlaAttainment"}
+)
+"""Not PlannerKubernetesConnector: on a cluster the planner is a DGD component of the implementation's operator, which
+here is the reference's; Dynamo's operator cannot be had."""
+
+
+def planner_python() -> Path:
+    """The planner's own interpreter: ``$SERVECERT_DYNAMO_PLANNER_PYTHON``, else ``make dynamo-planner``'s."""
+    given = os.environ.get(PLANNER_PYTHON_ENV)
+    path = Path(given) if given else binaries.cache_root() / "dynamo-planner" / "bin" / "python"
+    if not path.is_file():
+        raise AdapterError(
+            f"Dynamo's planner runs in a virtualenv of its own, not found at {path}: run `make dynamo-planner` "
+            f"(or set {PLANNER_PYTHON_ENV} to its python); see docs/dynamo.md"
+        )
+    return path
+
+
+def etcd_binary() -> Path:
+    path = binaries.bin_dir() / "etcd"
+    if not path.is_file():
+        raise AdapterError(f"etcd is not built at {path}: run `.venv/bin/servecert setup --env cluster` (it builds etcd)")
+    return path
+
+
+def whole_seconds(simulated_s: float, time_scale: float, what: str) -> int:
+    """``simulated_s`` in real seconds, which Dynamo takes only as a positive integer."""
+    real = simulated_s / time_scale if time_scale > 0 else simulated_s
+    if real < 1 or not math.isclose(real, round(real), abs_tol=1e-9):
+        raise AdapterError(
+            f"Dynamo's planner takes its {what} in whole seconds; {simulated_s:g} simulated s at time scale {time_scale:g} "
+            f"is {real:g} s: choose a time scale that divides it (--timeout planner_time_scale=2 for PLANNER-SCALING)"
+        )
+    return round(real)
+
+
+def planner_config(spec: DeploymentSpec, planner: PlannerSpec, metrics_port: int) -> dict[str, Any]:
+    """Dynamo's ``--config``: the SLA in real milliseconds, the intervals in whole real seconds."""
+    scale = spec.time_scale if spec.time_scale > 0 else 1.0
+    return {
+        "environment": "virtual",
+        "namespace": spec.namespace,
+        "model_name": spec.model,
+        "mode": "agg" if planner.mode == AGG else "disagg",
+        "backend": "mocker",
+        "optimization_target": "sla",
+        "ttft_ms": planner.ttft_ms / scale,
+        "itl_ms": planner.itl_ms / scale,
+        "enable_load_scaling": planner.enable_load_scaling,
+        "enable_throughput_scaling": False,
+        "load_adjustment_interval_seconds": whole_seconds(planner.load_interval_s, scale, "load interval"),
+        "throughput_adjustment_interval_seconds": whole_seconds(planner.throughput_interval_s, scale, "throughput interval"),
+        "prefill_engine_num_gpu": planner.prefill_engine_num_gpu,
+        "decode_engine_num_gpu": planner.decode_engine_num_gpu,
+        "max_gpu_budget": planner.max_gpu_budget,
+        "min_endpoint": planner.min_endpoint,
+        "live_dashboard_port": 0,
+        "control_api_port": 0,
+        "report_interval_hours": None,
+        "metric_reporting_prometheus_port": metrics_port,
+    }
+
+
+class DynamoPlannerDeployment(DynamoDeployment):
+    """The router adapter's deployment, plus etcd and Dynamo's planner; ``decisions`` is the planner's store."""
+
+    def __init__(self, spec: DeploymentSpec, workdir: Path, keep: bool) -> None:
+        super().__init__(spec, workdir, keep)
+        if spec.planner is None:
+            raise AdapterError("the dynamo-planner implementation deploys a planner: the DeploymentSpec has none")
+        self.planner_spec = spec.planner
+        self.python = planner_python()
+        self.etcd_url = ""
+        self.decisions: EtcdDecisionStore | None = None
+
+    async def start(self) -> None:
+        await self._start_etcd()
+        await super().start()
+        await self._start_planner()
+
+    async def _start_etcd(self) -> None:
+        client, peer = free_port(), free_port()
+        self.etcd_url = f"http://127.0.0.1:{client}"
+        argv = [
+            str(etcd_binary()), "--name=servecert", f"--data-dir={self.workdir / 'etcd'}",
+            f"--listen-client-urls={self.etcd_url}", f"--advertise-client-urls={self.etcd_url}",
+            f"--listen-peer-urls=http://127.0.0.1:{peer}", f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-cluster=servecert=http://127.0.0.1:{peer}", "--unsafe-no-fsync=true", "--log-level=warn",
+        ]  # fmt: skip
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        proc = Proc("etcd (Dynamo planner's store)", argv, dict(os.environ), self.workdir / "logs" / "etcd.log", self.workdir)
+        self._procs.append(proc)
+        await proc.start()
+        session = self._http()
+        self.decisions = EtcdDecisionStore(self.etcd_url, self.spec.namespace, session)
+
+        async def healthy() -> bool:
+            try:
+                async with session.get(self.etcd_url + "/health") as resp:
+                    return resp.status == 200 and '"health":"true"' in await resp.text()
+            except (aiohttp.ClientError, TimeoutError):
+                return False
+
+        await wait_for(healthy, waiting.Deadline(ETCD_READY_S), f"etcd on {self.etcd_url}", [proc])
+
+    async def _start_planner(self) -> None:
+        config = planner_config(self.spec, self.planner_spec, free_port())
+        (self.workdir / "planner-config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+        env = {
+            **self.env,
+            "DYN_NAMESPACE": self.spec.namespace,
+            "ETCD_ENDPOINTS": self.etcd_url,
+            "PYTHONPATH": str(STAND_IN),
+            "PROMETHEUS_ENDPOINT": CLOSED_PORT,
+        }
+        argv = [str(self.python), "-m", "dynamo.planner", "--config", json.dumps(config)]
+        proc = Proc("dynamo planner", argv, env, self.workdir / "logs" / "planner.log", self.workdir)
+        self._procs.append(proc)
+        await proc.start()
+
+        async def ticking() -> bool:
+            return FIRST_TICK.search(proc.tail()) is not None
+
+        await wait_for(ticking, waiting.Deadline(PLANNER_READY_S), "Dynamo's planner to log its first decision", [proc], poll_s=0.5)
+
+
+@dataclass
+class DynamoPlannerImplementation(DynamoImplementation):
+    supported_features: frozenset[str] = field(default=PLANNER_FEATURES)
+
+    def new_deployment(self, spec: DeploymentSpec, workdir: Path, keep: bool) -> DynamoDeployment:
+        return DynamoPlannerDeployment(spec, workdir, keep)

@@ -1,0 +1,45 @@
+"""Seed 001 4.3: during a rollout, traffic moves to the new version in step with its ready workers.
+
+The DGD is seed 001's own example: one frontend and one aggregated worker set of four, the set
+the seed's diagram rolls (NS A 4 workers; NS B 1 of 4 ready -> weights 75/25). With maxSurge 1 the
+ready ratio steps 0 -> 1/4 -> 1/2 -> 3/4 -> 1, each step held while the next engine loads its model
+(``SPLIT_STARTUP_S``), so each phase serves ~150 requests. At 2:2 disaggregated targets the ratio
+only takes 0, 1/2 and 1, and a fixed 50/50 split (the seed's plain Service) gives the same answer as
+the rule; here it is 0.25 away in two phases, and the verdict judges each phase on its own.
+"""
+
+from __future__ import annotations
+
+from servecert import features
+from servecert.conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
+from servecert.conformance.tests.rollout_isolation import _checks as rc
+from servecert.conformance.tests.rollout_isolation import _scenarios as scenarios
+from servecert.conformance.tests.rollout_isolation import _verdict as verdict
+
+
+async def check(ctx: TestContext) -> None:
+    evidence = await rc.run(ctx, scenarios.AGGREGATED_SPLIT)
+    ctx.log.info(verdict.summary(evidence))
+    verdict.rollout_must_be_clean(evidence)
+
+
+TEST = ConformanceTest(
+    short_name="RolloutTrafficSplit",
+    description="Four aggregated workers rolled one at a time (block size 16 -> 32, each engine loading for 6 s): in every "
+    "phase the new version's share of requests follows new_ready / (old_ready + new_ready) within 2 s; zero failed requests, "
+    "no mixed cards, capacity held, old pods gone.",
+    features=(features.ROLLOUT_TRAFFIC_SPLIT,),
+    environments=frozenset({"cluster"}),
+    slow=True,
+    check=check,
+    seed=SeedRef(
+        "001",
+        "4.3 Load Balancing",
+        "Naively configuring a Kubernetes Service for both the new and old set of frontends will result in a 50/50 split of "
+        "traffic which does not represent the shifting ratio of old/new workers.",
+        note="The rule is 4.3.1's Weight Calculation, `weight_new = new_ready_workers / (old_ready_workers + "
+        "new_ready_workers)`, which 4.3.3 (the preferred Solution C) keeps: the controller updates the weights as workers "
+        "scale up and down. Judged per ratio phase from the engines' ground truth; the follow allowance (2 s), tolerance "
+        "and the three standard errors are the suite's.",
+    ),
+)

@@ -1,0 +1,77 @@
+"""Cluster shapes of the router tests, as data: where each worker sits for a given level.
+
+Two workers on different *sides* differ at the tested level and agree on every broader one
+(sides of a rack test share a zone; sides of a host test share a zone and a rack), so a test of
+level L exercises exactly the L boundary. ``missing`` drops the level's label, as a pod whose
+topology label was never injected.
+
+The shapes that tell the rule from its shortcuts move one label at a time away from a prefill
+worker's placement: ``agreeing_only_at`` keeps the level's value and changes every finer and
+broader one (a router comparing every label, or the path from the broadest level down, finds no
+match); ``differing_only_at`` changes the level's value alone (a router comparing another level,
+the host or the zone, finds a match); ``sharing_nothing`` changes them all (a fallback that stays
+"near" the prefill skips it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from servecert.adapters.contract import WorkerSpec
+
+LEVELS = ("zone", "rack", "host")
+POLICIES = ("fail", "fallback")
+MODEL = "servecert-model"
+
+
+def domains(level: str, side: int) -> dict[str, str]:
+    zone = f"z{side}" if level == "zone" else "z0"
+    rack = f"{zone}-r{side}" if level in ("zone", "rack") else f"{zone}-r0"
+    host = f"{rack}-h{side}"
+    return {"zone": zone, "rack": rack, "host": host}
+
+
+def missing(level: str, side: int = 0) -> dict[str, str]:
+    placed = domains(level, side)
+    del placed[level]
+    return placed
+
+
+def agreeing_only_at(level: str, base: Mapping[str, str]) -> dict[str, str]:
+    """``base``'s value at ``level``; a value of its own at every other level, finer and broader."""
+    return {lv: value if lv == level else f"{value}-elsewhere" for lv, value in base.items()}
+
+
+def differing_only_at(level: str, base: Mapping[str, str]) -> dict[str, str]:
+    """``base``'s values at every level but ``level``, where it has a value of its own."""
+    return {lv: f"{value}-other" if lv == level else value for lv, value in base.items()}
+
+
+def sharing_nothing(base: Mapping[str, str]) -> dict[str, str]:
+    """A value of its own at every level of ``base``."""
+    return {lv: f"{value}-far" for lv, value in base.items()}
+
+
+def worker(role: str, placed: Mapping[str, str], name: str = "") -> WorkerSpec:
+    return WorkerSpec(role=role, name=name, domains=dict(placed))
+
+
+def prefill(level: str, side: int, name: str = "") -> WorkerSpec:
+    return worker("prefill", domains(level, side), name)
+
+
+def decode(level: str, side: int, name: str = "") -> WorkerSpec:
+    return worker("decode", domains(level, side), name)
+
+
+def unlabelled_decode(level: str, name: str = "") -> WorkerSpec:
+    return worker("decode", missing(level), name)
+
+
+def unlabelled_prefill(level: str, name: str = "") -> WorkerSpec:
+    return worker("prefill", missing(level), name)
+
+
+def unlabelled_prefill_beside_decode(level: str) -> list[WorkerSpec]:
+    """The only prefill worker lacks the level's label; a decode worker shares every other label, another is elsewhere."""
+    return [unlabelled_prefill(level, "unlabelled"), decode(level, 0), decode(level, 1)]

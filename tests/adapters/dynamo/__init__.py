@@ -1,0 +1,1 @@
+"""Tests of servecert/adapters/dynamo/: the NVIDIA Dynamo adapter."""

@@ -1,0 +1,1 @@
+"""Tests of servecert/harness/: the harness pieces the suite drives implementations through."""
