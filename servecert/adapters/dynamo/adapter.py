@@ -60,6 +60,7 @@ from servecert.adapters.contract import (
     WorkerRef,
     WorkerSpec,
     engine_config,
+    features,
 )
 from servecert.adapters.dynamo import model_folder
 from servecert.harness.processes import Proc, ProcessStartError, wait_for
@@ -75,12 +76,12 @@ WORKDIR_ENV = "SERVECERT_DYNAMO_WORKDIR"
 
 FEATURES = frozenset(
     {
-        "DisaggregatedServing",
-        "KVTransferTopologyFilter",
-        "KVTransferTopologyUnset",
-        "KVTransferTopologyError503",
-        "KVTransferTopologyPreferredWeight",
-        "KVTransferTopologyLatency",
+        features.DISAGGREGATED_SERVING,
+        features.KV_TRANSFER_TOPOLOGY_FILTER,
+        features.KV_TRANSFER_TOPOLOGY_UNSET,
+        features.KV_TRANSFER_TOPOLOGY_ERROR_503,
+        features.KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT,
+        features.KV_TRANSFER_TOPOLOGY_LATENCY,
     }
 )
 # NB: not declared, see docs/dynamo.md: KVTransferTopologyFallback (``preferred`` is a soft cost

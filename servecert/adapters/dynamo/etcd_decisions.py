@@ -5,7 +5,7 @@ Dynamo's ``VirtualConnectorCoordinator`` (Rust, ``lib/bindings/python/rust/plann
 ``v1/{namespace}/planner/`` in etcd, each value a decimal ASCII string, in three separate puts on
 its lease; the system that owns the workers writes ``scaled_decision_id`` once it has scaled.
 Seen on this machine: a 1.6.1 planner's first decision left ``decision_id = 0``,
-``num_prefill_workers = 1`` and ``num_decode_workers = 1`` there (docs/dynamo-planner-research.md).
+``num_prefill_workers = 1`` and ``num_decode_workers = 1`` there (docs/research/dynamo-planner.md).
 
 Data flow: the suite's ``ScalingHarness`` polls ``get_decision`` (one range read of the prefix, so
 the three keys come from one revision) and acts when ``decision_id`` changes: the counts are put

@@ -42,7 +42,7 @@ from typing import Any
 
 import aiohttp
 
-from servecert.adapters.contract import AGG, AdapterError, DeploymentSpec, PlannerSpec
+from servecert.adapters.contract import AGG, AdapterError, DeploymentSpec, PlannerSpec, features
 from servecert.adapters.dynamo.adapter import DynamoDeployment, DynamoImplementation
 from servecert.adapters.dynamo.etcd_decisions import EtcdDecisionStore
 from servecert.harness.cluster import binaries
@@ -58,7 +58,13 @@ PLANNER_READY_S = float(os.environ.get("SERVECERT_DYNAMO_PLANNER_READY_S", "75")
 FIRST_TICK = re.compile(r"\[summary\] (HOLD|SCALE_UP|SCALE_DOWN)")
 CLOSED_PORT = "http://127.0.0.1:1"
 PLANNER_FEATURES = frozenset(
-    {"PlannerVirtualConnector", "PlannerLoadBasedScaling", "PlannerScalingBounds", "PlannerStability", "PlannerSlaAttainment"}
+    {
+        features.PLANNER_VIRTUAL_CONNECTOR,
+        features.PLANNER_LOAD_BASED_SCALING,
+        features.PLANNER_SCALING_BOUNDS,
+        features.PLANNER_STABILITY,
+        features.PLANNER_SLA_ATTAINMENT,
+    }
 )
 """Not PlannerKubernetesConnector: on a cluster the planner is a DGD component of the implementation's operator, which
 here is the reference's; Dynamo's operator cannot be had."""

@@ -42,6 +42,7 @@ from servecert.adapters.contract import (
     WorkerRef,
     WorkerSpec,
     engine_config,
+    features,
 )
 from servecert.harness.processes import Proc, ProcessStartError, wait_for
 from servecert.protocol import waiting
@@ -52,7 +53,7 @@ STOP_S = 10.0
 DRAIN_S = 10.0
 HTTP_TIMEOUT_S = 2.0
 KEEP_ENV = "SERVECERT_PD_ROUTER_KEEP"  # keep each deployment's folder (the router's log) after close()
-FEATURES = frozenset({"DisaggregatedServing", "KVTransferTopologyUnset"})
+FEATURES = frozenset({features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_UNSET})
 """What both routers declare: neither has a topology setting, so no filtering, fallback or prefill pre-selection."""
 POLICIES = {KV: "cache_aware", ROUND_ROBIN: "round_robin", RANDOM: "random"}
 """The suite's router modes as both routers' ``--policy``: their KV-aware choice without KV events is cache_aware."""

@@ -23,7 +23,7 @@ from typing import Any
 
 import aiohttp
 
-from servecert.adapters.contract import DeploymentSpec, PlannerSpec
+from servecert.adapters.contract import DeploymentSpec, PlannerSpec, features
 from servecert.protocol import waiting
 from servecert.protocol.planner_decisions import MemoryDecisionStore
 from servecert.reference_impl.frontend.discovery import MemoryDiscovery
@@ -130,12 +130,12 @@ def write_report(planner: Planner) -> Path | None:
 
 FEATURES = frozenset(
     {
-        "PlannerVirtualConnector",
-        "PlannerKubernetesConnector",
-        "PlannerLoadBasedScaling",
-        "PlannerScalingBounds",
-        "PlannerStability",
-        "PlannerSlaAttainment",
+        features.PLANNER_VIRTUAL_CONNECTOR,
+        features.PLANNER_KUBERNETES_CONNECTOR,
+        features.PLANNER_LOAD_BASED_SCALING,
+        features.PLANNER_SCALING_BOUNDS,
+        features.PLANNER_STABILITY,
+        features.PLANNER_SLA_ATTAINMENT,
     }
 )
 
