@@ -19,10 +19,10 @@ from typing import Final
 DISAGGREGATED_SERVING: Final = "DisaggregatedServing"
 KV_TRANSFER_TOPOLOGY_FILTER: Final = "KVTransferTopologyFilter"
 KV_TRANSFER_TOPOLOGY_UNSET: Final = "KVTransferTopologyUnset"
-# Extended of ROUTER-TOPOLOGY
 KV_TRANSFER_TOPOLOGY_FALLBACK: Final = "KVTransferTopologyFallback"
-KV_TRANSFER_TOPOLOGY_ERROR_503: Final = "KVTransferTopologyError503"
 KV_TRANSFER_TOPOLOGY_PREFILL_PRESELECTION: Final = "KVTransferTopologyPrefillPreselection"
+# Extended of ROUTER-TOPOLOGY
+KV_TRANSFER_TOPOLOGY_ERROR_503: Final = "KVTransferTopologyError503"
 KV_TRANSFER_TOPOLOGY_PREFERRED_WEIGHT: Final = "KVTransferTopologyPreferredWeight"
 KV_TRANSFER_TOPOLOGY_LATENCY: Final = "KVTransferTopologyLatency"
 # Core of PLANNER-SCALING

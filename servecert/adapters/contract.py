@@ -70,6 +70,7 @@ __all__ = [
     "ClusterEnvironment",
     "ClusterImplementation",
     "ClusterPlanner",
+    "DecisionStore",
     "Deployment",
     "DeploymentSpec",
     "DeploysOnCluster",
@@ -479,7 +480,11 @@ def _real_seconds(simulated: float, time_scale: float) -> float:
 
 
 def load(name: str) -> Implementation:
-    """Find an adapter by entry-point name or ``module:attribute``; raise AdapterError saying how to fix it."""
+    """Find an adapter by entry-point name or ``module:attribute``; raise AdapterError saying how to fix it.
+
+    The attribute is an ``Implementation``, a class of one (instantiated without arguments), or a
+    zero-argument callable returning one.
+    """
     target: Any
     if ":" in name:
         module_name, _, attr = name.partition(":")
@@ -499,7 +504,8 @@ def load(name: str) -> Implementation:
             target = found[0].load()
         except ImportError as exc:
             raise AdapterError(f"implementation {name!r} is registered but cannot be imported: {exc}") from exc
-    impl = target() if callable(target) and not isinstance(target, Implementation) else target
+    # NB: a class whose metadata and features are class attributes passes isinstance(..., Implementation) unopened.
+    impl = target() if isinstance(target, type) or (callable(target) and not isinstance(target, Implementation)) else target
     if not isinstance(impl, Implementation):
         raise AdapterError(f"{name!r} is not an Implementation (needs metadata, supported_features and deploy())")
     return impl
