@@ -57,7 +57,7 @@ class MemoryDecisionStore:
     async def put_decision(self, decision: ScalingDecision) -> None:
         # NB: all three keys at once, so a reader never sees half a decision. Dynamo's coordinator (Rust, read upstream)
         # puts them one by one with decision_id last: a store for Dynamo reads when decision_id changes
-        # (docs/dynamo-planner-research.md).
+        # (docs/research/dynamo-planner.md).
         self.keys = {
             **self.keys,
             self.prefix + NUM_PREFILL: UNSET if decision.num_prefill_workers is None else decision.num_prefill_workers,

@@ -29,7 +29,7 @@ sends it nothing (seed 001 4.3.3: "a Service in front", replicated "for HA").
 Every abnormal request (an error, a retry, HAProxy's own 503) is logged to stderr in HTTP log
 format (``option dontlog-normal``: successful ones are not), so the proxy pod's log says whether
 a 503 was HAProxy's ``<NOSRV>`` (no usable slot) or ``SC`` (the slot refused the connection) and
-which slot (docs/rollouts-503-research.md).
+which slot (docs/research/rollouts-503.md).
 """
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ async def test_a_decision_round_trips_in_dynamos_wire_format(etcd: str, session:
     store = EtcdDecisionStore(etcd, "servecert", session)
     await store.put_decision(ScalingDecision(3, 5, 7))
     assert await store.get_decision() == ScalingDecision(3, 5, 7)
-    # NB: decimal ASCII strings under v1/{namespace}/planner/, as a 1.6.1 planner left them (docs/dynamo-planner-research.md)
+    # NB: decimal ASCII strings under v1/{namespace}/planner/, as a 1.6.1 planner left them (docs/research/dynamo-planner.md)
     assert [_raw(etcd, f"v1/servecert/planner/{k}") for k in ("num_prefill_workers", "num_decode_workers", "decision_id")] == [
         "3",
         "5",
