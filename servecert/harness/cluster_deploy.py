@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -177,24 +177,57 @@ def parse_log(text: str) -> list[LogRecord]:
 
 
 @dataclass
-class ClusterDeployment:
-    """A deployment made of nodes and a DGD on the case's namespace (see the module docstring)."""
+class DgdDeployment:
+    """What every DGD the suite writes on a cluster shares: the case's namespace, the bound on readiness,
+    the DGD's name and address, and its removal. ``ClusterDeployment`` places one node per worker and
+    scales components itself; ``PlannedClusterDeployment`` (``cluster_planned``) leaves scaling to the
+    implementation's planner."""
 
     env: ClusterEnvironment
     spec: DeploymentSpec
     bound_s: float
-    grace_s: float
     probe: RoutingProbe | None = None
-    levels: list[tuple[str, str]] = field(default_factory=list)
-    placed: list[Placed] = field(default_factory=list)
-    workers: list[WorkerRef] = field(default_factory=list)
-    frontend_url: str = ""
-    name: str = field(default_factory=lambda: f"{DGD_NAME}-{next(_DGDS)}")
+    name: str = field(default="", kw_only=True)
+    frontend_url: str = field(default="", kw_only=True)
+    workers: list[WorkerRef] = field(default_factory=list, kw_only=True)
 
-    # -- the API --------------------------------------------------------------------------------
     async def _call(self, fn: Any, *args: Any) -> Any:
         return await asyncio.to_thread(fn, self.env.api, *args)
 
+    async def _address(self) -> str:
+        """The DGD's address once it is Ready ("" before)."""
+        dgd = await self._call(kube.get_dgd, self.env.namespace, self.name)
+        address = (dgd.get("status") or {}).get("address") if dgd else None
+        return str(address) if address and kube_objects.condition_true(dgd, "Ready") else ""
+
+    async def _until_up(self, up: Callable[[], Awaitable[list[WorkerRef] | None]], what: str) -> list[WorkerRef]:
+        """``up()``'s workers once it names them, then the DGD's address once it is Ready, each within ``bound_s``."""
+        refs = cast(list[WorkerRef], await waiting.until_async(up, timeout_s=self.bound_s, what=what, interval_s=POLL_S))
+        self.frontend_url = await waiting.until_async(
+            self._address, timeout_s=self.bound_s, what=f"DGD {self.name} Ready with a status.address", interval_s=POLL_S
+        )
+        return refs
+
+    async def close(self) -> None:
+        try:
+            await self._call(kube.delete_object, kube.DGD, self.env.namespace, self.name)
+        except ApiException as exc:
+            if exc.status != 404:  # NB: never created (setup failed first), or gone with the namespace
+                raise
+
+
+@dataclass
+class ClusterDeployment(DgdDeployment):
+    """A deployment made of nodes and a DGD on the case's namespace (see the module docstring)."""
+
+    grace_s: float = 0.0
+    levels: list[tuple[str, str]] = field(default_factory=list)
+    placed: list[Placed] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.name = self.name or f"{DGD_NAME}-{next(_DGDS)}"
+
+    # -- the API --------------------------------------------------------------------------------
     async def start(self) -> ClusterDeployment:
         ct = await self._call(kube.get_cluster_topology, CLUSTER_TOPOLOGY)
         self.levels = [(str(level["domain"]), str(level["labelKey"])) for level in ct["spec"]["levels"]]
@@ -245,12 +278,6 @@ class ClusterDeployment:
             )
         return registered
 
-    async def _address(self) -> str:
-        """The DGD's address once it is Ready ("" before)."""
-        dgd = await self._call(kube.get_dgd, self.env.namespace, self.name)
-        address = (dgd.get("status") or {}).get("address") if dgd else None
-        return str(address) if address and kube_objects.condition_true(dgd, "Ready") else ""
-
     async def _frontends(self) -> list[kube_objects.Pod]:
         selector = f"{kn.DGD_NAME_LABEL}={self.name},{kn.COMPONENT_TYPE_LABEL}=frontend"
         return list(await self._call(kube.list_pods, self.env.namespace, selector))
@@ -280,10 +307,7 @@ class ClusterDeployment:
 
     async def _wait_serving(self) -> None:
         what = f"DGD {self.name}: {len(self.placed)} worker pods Ready with their engines registered"
-        refs = cast(list[WorkerRef], await waiting.until_async(self._workers_up, timeout_s=self.bound_s, what=what, interval_s=POLL_S))
-        self.frontend_url = await waiting.until_async(
-            self._address, timeout_s=self.bound_s, what=f"DGD {self.name} Ready with a status.address", interval_s=POLL_S
-        )
+        refs = await self._until_up(self._workers_up, what)
         await self._wait_routed({r.engine_id for r in refs})
         self.workers = refs
 
@@ -333,13 +357,6 @@ class ClusterDeployment:
             for path in sorted(root.glob(f"{meta['namespace']}_{meta['name']}_{meta['uid'][:8]}*/{FRONTEND_CONTAINER}.log")):
                 records += parse_log(path.read_text(errors="replace"))
         return records
-
-    async def close(self) -> None:
-        try:
-            await self._call(kube.delete_object, kube.DGD, self.env.namespace, self.name)
-        except ApiException as exc:
-            if exc.status != 404:  # NB: never created (setup failed first), or gone with the namespace
-                raise
 
 
 def routing_probe(implementation: object) -> RoutingProbe | None:

@@ -147,10 +147,10 @@ class ClusterEnvironment:
             return deployed
         probe = cluster_deploy.routing_probe(implementation)
         if spec.planner is not None:  # NB: the implementation's planner scales this one, through its operator
-            planned = cluster_planned.PlannedClusterDeployment(self, spec, implementation, bounds.pods_ready_s, probe)
+            planned = cluster_planned.PlannedClusterDeployment(self, spec, bounds.pods_ready_s, probe, implementation=implementation)
             add_cleanup(planned.close)
             return await planned.start()
-        deployment = cluster_deploy.ClusterDeployment(self, spec, bounds.pods_ready_s, bounds.cluster_routing_grace_s, probe)
+        deployment = cluster_deploy.ClusterDeployment(self, spec, bounds.pods_ready_s, probe, grace_s=bounds.cluster_routing_grace_s)
         add_cleanup(deployment.close)  # NB: before start(): a DGD that never became ready is removed too
         return await deployment.start()
 

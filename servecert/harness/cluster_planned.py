@@ -30,26 +30,22 @@ never the planner's account of itself.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import aiohttp
-from kubernetes.client.rest import ApiException
 
 from servecert.adapters.contract import (
     AdapterError,
-    ClusterEnvironment,
     ClusterPlanner,
     DeploymentSpec,
-    RoutingProbe,
     WorkerRef,
     WorkerSpec,
 )
 from servecert.harness.cluster import kube, topology
-from servecert.harness.cluster_deploy import ENGINE_IMAGE, FRONTEND_IMAGE, POLL_S, PROBE_TIMEOUT_S, engine_args
+from servecert.harness.cluster_deploy import ENGINE_IMAGE, FRONTEND_IMAGE, POLL_S, PROBE_TIMEOUT_S, DgdDeployment, engine_args
 from servecert.protocol import kube_names as kn
 from servecert.protocol import kube_objects, waiting
 
@@ -94,20 +90,15 @@ def _template(spec: DeploymentSpec, role: str) -> tuple[WorkerSpec, int]:
 
 
 @dataclass
-class PlannedClusterDeployment:
-    env: ClusterEnvironment
-    spec: DeploymentSpec
-    implementation: object
-    bound_s: float
-    probe: RoutingProbe | None = None
-    name: str = field(default_factory=lambda: f"{DGD_NAME}-{next(_DGDS)}")
-    frontend_url: str = ""
-    workers: list[WorkerRef] = field(default_factory=list)
+class PlannedClusterDeployment(DgdDeployment):
+    """A DGD whose planner component scales it (see the module docstring)."""
+
+    implementation: object = field(default=None, kw_only=True)
     decisions: None = None
     """No decision store: on a cluster the planner's decisions are patches of the DGD."""
 
-    async def _call(self, fn: Any, *args: Any) -> Any:
-        return await asyncio.to_thread(fn, self.env.api, *args)
+    def __post_init__(self) -> None:
+        self.name = self.name or f"{DGD_NAME}-{next(_DGDS)}"
 
     @property
     def gpus_per_engine(self) -> dict[str, int]:
@@ -188,17 +179,9 @@ class PlannedClusterDeployment:
                 return None
         return refs
 
-    async def _address(self) -> str:
-        dgd = await self._call(kube.get_dgd, self.env.namespace, self.name)
-        address = (dgd.get("status") or {}).get("address") if dgd else None
-        return str(address) if address and kube_objects.condition_true(dgd, "Ready") else ""
-
     async def _wait_serving(self) -> None:
         what = f"DGD {self.name}: {len(self.spec.workers)} worker pods Ready with their engines registered, and its planner Ready"
-        refs = cast(list[WorkerRef], await waiting.until_async(self._up, timeout_s=self.bound_s, what=what, interval_s=POLL_S))
-        self.frontend_url = await waiting.until_async(
-            self._address, timeout_s=self.bound_s, what=f"DGD {self.name} Ready with a status.address", interval_s=POLL_S
-        )
+        refs = await self._until_up(self._up, what)
         if self.probe is not None:
             await self._wait_routed({r.engine_id for r in refs})
         self.workers = list(refs)
@@ -225,10 +208,3 @@ class PlannedClusterDeployment:
 
     async def remove_worker(self, ref: WorkerRef) -> None:
         raise AdapterError(f"DGD {self.name} is scaled by its planner; the suite removes no worker from it")
-
-    async def close(self) -> None:
-        try:
-            await self._call(kube.delete_object, kube.DGD, self.env.namespace, self.name)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise

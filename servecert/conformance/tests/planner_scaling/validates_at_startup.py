@@ -79,7 +79,7 @@ async def check(ctx: TestContext) -> None:
         raise TypeError(f"{ctx.name} runs on a cluster, not in {env.name!r}")
     t = ctx.timeouts
     spec = planner_checks.deployment_spec(t, planner_checks.planner_spec(t), startup_s=t.planner_engine_startup_s)
-    deployment = PlannedClusterDeployment(env, spec, ctx.implementation, t.pods_ready_s)
+    deployment = PlannedClusterDeployment(env, spec, t.pods_ready_s, implementation=ctx.implementation)
     ctx.add_cleanup(deployment.close)
     history = PodHistory(env).start()
     ctx.add_cleanup(lambda: asyncio.to_thread(history.stop))
