@@ -9,7 +9,11 @@ nothing may be created or deleted — nobody is there to decide a step, so a pod
 be the platform acting on its own. Then it is started again (``start_again``) and must pick the
 rollout up from the cluster — the pods and the spec, not a memory it lost — and finish it with
 every rollout rule held. Only the traffic split may lag, by the outage and
-``rollout_controller_restart_s``: without a controller nothing moves the weights. A controller
+``rollout_controller_restart_s``: without a controller nothing moves the weights. The outage is
+measured, from the kill to ``start_again``'s return (the controller serving again), not assumed:
+on a loaded machine a controller takes longer to start, and that start is not the rule judged
+here (make test of 8f1563c failed the reference with the outage assumed to be 5 s: 0.00 of 26
+requests new where 0.33 was due, 17 s after the ratio changed; alone it passed 3 of 3). A controller
 that takes the other revision's pods for orphans when it starts
 (``tests/nonconforming/rollout.py:CollectsOnRestart``) is failed on capacity.
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from typing import Any
 
 from servecert import features
@@ -49,26 +54,33 @@ def restartable(env: ClusterEnvironment) -> RestartableOperator:
     return operator
 
 
-async def kill_hold_start(env: ClusterEnvironment, operator: RestartableOperator, t: Timeouts) -> None:
+async def kill_hold_start(env: ClusterEnvironment, operator: RestartableOperator, t: Timeouts) -> float:
+    """Kill, hold, start again; the outage in seconds, from the kill to the controller serving again."""
+    killed = time.monotonic()
     await asyncio.to_thread(operator.kill)
     await asyncio.sleep(KILL_SETTLE_S)
     before = await rc.serving_pods(env)
     await asyncio.sleep(t.rollout_controller_dead_s)
     after = await rc.serving_pods(env)
     await asyncio.to_thread(operator.start_again)
+    outage = time.monotonic() - killed
     verdict.counts_must_hold(before, after, t.rollout_controller_dead_s, scenarios.RESTART, "the controller was down")
+    return outage
 
 
 async def check(ctx: TestContext) -> None:
     env, t = kc.env_of(ctx), ctx.timeouts
     operator = restartable(env)
-    outage = KILL_SETTLE_S + t.rollout_controller_dead_s + t.rollout_controller_restart_s
-    judged = dataclasses.replace(t, weight_follow_s=t.weight_follow_s + outage)
+    outages: list[float] = []
 
     async def mid_way(env: ClusterEnvironment, _changed: dict[str, Any]) -> None:
-        await kill_hold_start(env, operator, t)
+        outages.append(await kill_hold_start(env, operator, t))
 
-    evidence = await rc.run_in(env, judged, SCENARIO, mid_way=mid_way, mid_way_at_creation=True)
+    evidence = await rc.run_in(env, t, SCENARIO, mid_way=mid_way, mid_way_at_creation=True)
+    if not outages:
+        raise AssertionError(f"{scenarios.RESTART}: no new worker appeared, so the controller was never killed")
+    evidence.follow_s = t.weight_follow_s + outages[0] + t.rollout_controller_restart_s
+    ctx.log.info("controller down %.1f s (kill to serving again); the split may lag %.1f s", outages[0], evidence.follow_s)
     ctx.log.info(verdict.summary(evidence))
     verdict.rollout_must_be_clean(evidence)
 
