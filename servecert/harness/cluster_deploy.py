@@ -39,7 +39,7 @@ import itertools
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import aiohttp
 from kubernetes.client.rest import ApiException
@@ -183,6 +183,9 @@ class DgdDeployment:
     scales components itself; ``PlannedClusterDeployment`` (``cluster_planned``) leaves scaling to the
     implementation's planner."""
 
+    PREFIX: ClassVar[str] = DGD_NAME
+    """The DGD's name before its number (a name given at construction is kept)."""
+
     env: ClusterEnvironment
     spec: DeploymentSpec
     bound_s: float
@@ -190,6 +193,9 @@ class DgdDeployment:
     name: str = field(default="", kw_only=True)
     frontend_url: str = field(default="", kw_only=True)
     workers: list[WorkerRef] = field(default_factory=list, kw_only=True)
+
+    def __post_init__(self) -> None:
+        self.name = self.name or f"{self.PREFIX}-{next(_DGDS)}"
 
     async def _call(self, fn: Any, *args: Any) -> Any:
         return await asyncio.to_thread(fn, self.env.api, *args)
@@ -223,9 +229,6 @@ class ClusterDeployment(DgdDeployment):
     grace_s: float = 0.0
     levels: list[tuple[str, str]] = field(default_factory=list)
     placed: list[Placed] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.name = self.name or f"{DGD_NAME}-{next(_DGDS)}"
 
     # -- the API --------------------------------------------------------------------------------
     async def start(self) -> ClusterDeployment:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 
@@ -58,7 +58,6 @@ AGG_ROLE = "agg"
 COMPONENTS = {PREFILL_COMPONENT: "prefill", DECODE_COMPONENT: "decode"}
 DECOYS = ("prefill", "decode")
 """Components of type worker, at 0 replicas, named as seed 003's legacy names (disaggregated graphs only)."""
-_DGDS = itertools.count()
 _NODES = itertools.count()
 
 
@@ -93,12 +92,10 @@ def _template(spec: DeploymentSpec, role: str) -> tuple[WorkerSpec, int]:
 class PlannedClusterDeployment(DgdDeployment):
     """A DGD whose planner component scales it (see the module docstring)."""
 
+    PREFIX: ClassVar[str] = DGD_NAME
     implementation: object = field(default=None, kw_only=True)
     decisions: None = None
     """No decision store: on a cluster the planner's decisions are patches of the DGD."""
-
-    def __post_init__(self) -> None:
-        self.name = self.name or f"{DGD_NAME}-{next(_DGDS)}"
 
     @property
     def gpus_per_engine(self) -> dict[str, int]:

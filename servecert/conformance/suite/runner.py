@@ -30,13 +30,13 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from servecert.conformance.suite import environments, phases
-from servecert.conformance.suite.test_case import Case, Cleanup, ConformanceTest, TestContext
+from servecert.conformance.suite.test_case import Case, ConformanceTest, TestContext
 from servecert.conformance.suite.timeouts import Timeouts
 
 if TYPE_CHECKING:
     from servecert.adapters.contract import Implementation
     from servecert.conformance.suite.profiles import Profile
-    from servecert.harness.environment import SuiteEnvironment
+    from servecert.harness.environment import Cleanup, SuiteEnvironment
 
 PASSED = "passed"
 FAILED = "failed"

@@ -30,7 +30,7 @@ from servecert.conformance.suite import phases
 if TYPE_CHECKING:
     from servecert.adapters.contract import Deployment, DeploymentSpec, Implementation
     from servecert.conformance.suite.timeouts import Timeouts
-    from servecert.harness.environment import SuiteEnvironment
+    from servecert.harness.environment import Cleanup, SuiteEnvironment
     from servecert.harness.process_env import ProcessEnvironment
 
 ENVIRONMENTS = frozenset({"process", "cluster"})
@@ -40,7 +40,6 @@ SEEDS = ("000", "001", "002", "003", "004")  # the five seed specifications (see
 QUOTE_MAX = 240
 
 Check = Callable[["TestContext"], Awaitable[None]]
-Cleanup = Callable[[], Awaitable[object]]
 
 
 @dataclass(frozen=True)
