@@ -125,18 +125,19 @@ def test_a_worker_added_after_the_load_fell_is_one_more_to_remove_and_given_its_
 
 
 def test_a_short_idle_period_does_not_lower_the_floor_the_check_demands() -> None:
-    dip, window = planner_scenarios.SHORT_DIP, planner_scenarios.DIP_WINDOW_S
+    dip, window, at = planner_scenarios.SHORT_DIP, planner_scenarios.DIP_WINDOW_S, planner_scenarios.DIP_AT
+    judged_from = at - 3.0
     held = floor_run(dip, window, [(0.0, 1), (40.0, 2)])
-    planner_assertions.workers_must_hold_the_profile_floor(held, floor_from_perf_model.DIP_PROFILE, 73.0)
-    shed = floor_run(dip, window, [(0.0, 1), (40.0, 2), (80.0, 1), (90.0, 2)])
-    with pytest.raises(AssertionError, match=r"1 serving workers at t=80.0 s; .* at least 1.\d\d requests/s"):
-        planner_assertions.workers_must_hold_the_profile_floor(shed, floor_from_perf_model.DIP_PROFILE, 73.0)
+    planner_assertions.workers_must_hold_the_profile_floor(held, floor_from_perf_model.DIP_PROFILE, judged_from)
+    shed = floor_run(dip, window, [(0.0, 1), (40.0, 2), (at + 4.0, 1), (at + planner_scenarios.DIP_S + 4.0, 2)])
+    with pytest.raises(AssertionError, match=rf"1 serving workers at t={at + 4.0:.1f} s; .* at least 1.\d\d requests/s"):
+        planner_assertions.workers_must_hold_the_profile_floor(shed, floor_from_perf_model.DIP_PROFILE, judged_from)
 
 
 def test_the_lowest_window_through_the_dip_is_the_window_that_holds_all_of_it() -> None:
     dip, window = planner_scenarios.SHORT_DIP, planner_scenarios.DIP_WINDOW_S
     rates = planner_assertions._window_rates(floor_run(dip, window, [(0.0, 2)]))
-    lowest, _ = planner_assertions._lowest_window_rps(rates, 100.0, window)
+    lowest, _ = planner_assertions._lowest_window_rps(rates, dip.duration_s, window)
     assert lowest == pytest.approx(1.7 * (window - planner_scenarios.DIP_S) / window, rel=0.01)  # 1.13 requests/s
 
 

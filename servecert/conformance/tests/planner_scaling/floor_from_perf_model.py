@@ -13,13 +13,14 @@ From the workers the harness runs. Two cases:
   1.7) under a steady 1.98 requests/s: the floor is ceil(1.98 x 256 / 192) = 3 prefill and
   ceil(1.98 x 32 / 24) = 3 decode workers, while the load loop alone would be content with two
   of each. Judged from 2 W + two added workers (2 L + start-up each) + 3 L: t=32 s at the defaults.
-- ``short-dip``: seed 003's "short idle periods". 1.7 requests/s with no request at all for 10 s
-  from t=76 s, a throughput window W of 30 s (not the default 6), a load interval of 1 s (not 2:
+- ``short-dip``: seed 003's "short idle periods". 1.7 requests/s with no request at all for 20 s
+  from t=136 s, a throughput window W of 60 s (not the default 6), a load interval of 1 s (not 2:
   a load loop that sheds does so within the dip) and a flat profile of 1.0 requests/s per engine
   (latency flat up to 256 prefill and 32 decode tokens/s, then steep, so capacity at the SLA and at
-  SLA x sensitivity agree). Every 30 s window averages at least 1.13 requests/s, so the floor is 2
+  SLA x sensitivity agree). Every 60 s window averages at least 1.13 requests/s, so the floor is 2
   of each throughout the dip; with the load loop alone, idle engines go down to one. Judged from
-  2 W + one added worker + 3 L (t=73 s) to the end (t=100 s).
+  2 W + one added worker + 3 L (t=133 s) to the end (t=170 s). The dip is long enough for a planner
+  whose floor follows it to shed its 4-7 workers one at a time under load (10 s was not, once).
 - ``prefix-reuse``: seed 003's KV hit rate, "input features for capacity estimation", with last-
   value semantics. ``PROFILED``'s 1.98 requests/s for 90 s, but each prompt is 8 blocks of 64
   tokens of which 7 are a shared system prompt: once a prefill engine has seen it, a request
