@@ -27,8 +27,8 @@ from typing import Any
 
 import aiohttp
 
-from servecert.adapters.contract import WorkerRef
-from servecert.adapters.pd_routers.deployment import RouterHttp, RouterKind, free_port, installed
+from servecert.adapters.contract import WorkerRef, free_port
+from servecert.adapters.pd_routers.deployment import RouterHttp, RouterKind, installed
 from servecert.adapters.pd_routers.sglang_router import SglangRouter
 from servecert.adapters.pd_routers.vllm_router import VllmRouter
 from servecert.benchmarks import processes

@@ -44,7 +44,16 @@ from typing import Any, ClassVar, cast
 import aiohttp
 from kubernetes.client.rest import ApiException
 
-from servecert.adapters.contract import AdapterError, ClusterEnvironment, DeploymentSpec, LogRecord, RoutingProbe, WorkerRef, WorkerSpec
+from servecert.adapters.contract import (
+    AdapterError,
+    ClusterEnvironment,
+    DeploymentSpec,
+    EnginePod,
+    LogRecord,
+    RoutingProbe,
+    WorkerRef,
+    WorkerSpec,
+)
 from servecert.harness.cluster import kube, topology
 from servecert.protocol import kube_names as kn
 from servecert.protocol import kube_objects, waiting
@@ -55,6 +64,7 @@ CLUSTER_TOPOLOGY = "servecert"
 """The ClusterTopology the embedded cluster creates from its nodes (levels zone, rack, host)."""
 FRONTEND_IMAGE = "servecert/frontend"
 ENGINE_IMAGE = "servecert/fake-engine"
+ENGINE_CONTAINER = "engine"
 FRONTEND_CONTAINER = "main"
 NODE_RESOURCES = {"cpu": "64", "memory": "512Gi", "pods": "16"}
 POLL_S = 0.2
@@ -128,6 +138,26 @@ def engine_args(spec: WorkerSpec, deployment: DeploymentSpec, engine_id: str) ->
         # prices its transfers by distance (not "unknown") and a router that filters anyway has labels to misuse.
         args += ["--topology", ",".join(f"{lv}={value}" for lv, value in spec.domains.items())]
     return args
+
+
+def topology_levels(api: Any) -> list[tuple[str, str]]:
+    """(domain, node label key) of each level of the cluster's ClusterTopology, top level first."""
+    ct = kube.get_cluster_topology(api, CLUSTER_TOPOLOGY)
+    return [(str(level["domain"]), str(level["labelKey"])) for level in ct["spec"]["levels"]]
+
+
+def engine_pod(pod: EnginePod, node: str) -> dict[str, Any]:
+    """``pod`` as a Pod manifest: the fake engine image with the worker's parameters, pinned to ``node`` (reserved to it)."""
+    args = [*engine_args(pod.worker, pod.spec, pod.name), "--port", str(pod.port)]
+    if pod.pd_protocol is not None:
+        args += ["--pd-protocol", pod.pd_protocol]
+    container = {"name": ENGINE_CONTAINER, "image": ENGINE_IMAGE, "args": args, "ports": [{"containerPort": pod.port}]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": pod.name, "labels": dict(pod.labels), "annotations": dict(pod.annotations)},
+        "spec": topology.reserve({"containers": [container], "terminationGracePeriodSeconds": int(pod.grace_s)}, node),
+    }
 
 
 def worker_component(placed: Placed, deployment: DeploymentSpec) -> dict[str, Any]:
@@ -232,8 +262,7 @@ class ClusterDeployment(DgdDeployment):
 
     # -- the API --------------------------------------------------------------------------------
     async def start(self) -> ClusterDeployment:
-        ct = await self._call(kube.get_cluster_topology, CLUSTER_TOPOLOGY)
-        self.levels = [(str(level["domain"]), str(level["labelKey"])) for level in ct["spec"]["levels"]]
+        self.levels = await self._call(topology_levels)
         for worker in self.spec.workers:
             await self._place(worker)
         for worker in self.spec.standby:

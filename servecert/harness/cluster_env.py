@@ -33,12 +33,14 @@ from servecert.adapters.contract import (
     Deployment,
     DeploymentSpec,
     DeploysOnCluster,
+    EnginePod,
     Implementation,
     OperatorInstallation,
     WorkerRef,
 )
 from servecert.fakes.engine import EngineConfig
 from servecert.harness import cluster_deploy, cluster_planned
+from servecert.harness.cluster import binaries, kube
 from servecert.harness.cluster.backends import Cluster
 from servecert.harness.environment import Cleanup, DeployBounds
 
@@ -101,6 +103,7 @@ class ClusterEnvironment:
     name: str = "cluster"
     namespace: str = ""
     cleanups: list[Callable[[], None]] = field(default_factory=list)
+    _levels: list[tuple[str, str]] | None = None
 
     def __post_init__(self) -> None:
         self.namespace = f"{self.session.operator.namespace_prefix}{next(_counter)}-{id(self) % 10000}"
@@ -153,6 +156,19 @@ class ClusterEnvironment:
         deployment = cluster_deploy.ClusterDeployment(self, spec, bounds.pods_ready_s, probe, grace_s=bounds.cluster_routing_grace_s)
         add_cleanup(deployment.close)  # NB: before start(): a DGD that never became ready is removed too
         return await deployment.start()
+
+    def tool(self, name: str) -> Path:
+        return binaries.built_tool(name)
+
+    async def place_engine_pod(self, pod: EnginePod) -> None:
+        """The pod on a node of its own carrying its worker's domains; the node is removed when the case ends."""
+        if self._levels is None:
+            self._levels = await asyncio.to_thread(cluster_deploy.topology_levels, self.api)
+        node = f"{self.namespace}-{pod.name}"  # NB: node names are cluster-wide
+        await asyncio.to_thread(kube.create_node, self.api, cluster_deploy.worker_node(node, pod.worker.domains, self._levels))
+        api = self.api
+        self.cleanups.append(lambda: kube.delete_node(api, node))
+        await asyncio.to_thread(kube.create_pod, self.api, self.namespace, cluster_deploy.engine_pod(pod, node))
 
     async def start_engine(self, config: EngineConfig) -> WorkerRef:
         raise NotImplementedError("the cluster environment runs engines as pods; apply a manifest instead")

@@ -12,10 +12,12 @@ import itertools
 import os
 import random
 from collections.abc import Callable
+from pathlib import Path
 
 from servecert.adapters.contract import Deployment, DeploymentSpec, Implementation, WorkerRef
 from servecert.fakes.engine import Engine, EngineConfig
 from servecert.fakes.host import EngineHost
+from servecert.harness.cluster import binaries
 from servecert.harness.environment import Cleanup, DeployBounds
 
 
@@ -42,6 +44,9 @@ class ProcessEnvironment:
             role=config.role,
             domains=engine.domains,
         )
+
+    def tool(self, name: str) -> Path:
+        return binaries.built_tool(name)
 
     async def stop_engine(self, ref: WorkerRef, drain_s: float = 0.0) -> None:
         """Stop an engine; with ``drain_s``, first serve its work in flight (as a terminating pod does), at most that long.

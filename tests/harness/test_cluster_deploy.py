@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pytest
 
-from servecert.adapters.contract import PREFERRED, AdapterError, DeploymentSpec, LogRecord, RouterSpec, WorkerSpec
+from servecert.adapters.contract import PD_SGLANG, PREFERRED, AdapterError, DeploymentSpec, EnginePod, LogRecord, RouterSpec, WorkerSpec
 from servecert.fakes import serve
 from servecert.harness import cluster_deploy as cd
 from servecert.harness.cluster import topology
@@ -118,3 +119,19 @@ def test_with_no_level_an_engine_still_names_where_it_sits() -> None:
     worker = WorkerSpec("decode", domains=PLACED)
     args = parsed(cd.engine_args(worker, spec(worker, level=None), "decode-0"))
     assert args.topology == "zone=z0,rack=z0-r1,host=z0-r1-h1"
+
+
+def test_an_engine_pod_an_adapter_places_runs_the_fake_engine_as_asked_on_its_own_node() -> None:
+    worker = WorkerSpec("prefill", name="p", domains=PLACED, block_size=64)
+    asked = EnginePod(
+        "pd-3-prefill-0", worker, spec(worker), 8123, PD_SGLANG, {"role": "prefill"}, {"sglang.ai/bootstrap-port": "8123"}, grace_s=7.0
+    )
+    pod = cd.engine_pod(asked, "node-9")
+    (container,) = pod["spec"]["containers"]
+    args = parsed(container["args"])
+    assert (args.port, args.pd_protocol, args.engine_id, args.role, args.block_size) == (8123, PD_SGLANG, "pd-3-prefill-0", "prefill", 64)
+    assert container["image"] == cd.ENGINE_IMAGE and container["ports"] == [{"containerPort": 8123}]
+    assert pod["metadata"] == {"name": "pd-3-prefill-0", "labels": {"role": "prefill"}, "annotations": {"sglang.ai/bootstrap-port": "8123"}}
+    assert pod["spec"]["nodeSelector"] == {topology.ISOLATION_KEY: "node-9"}
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 7
+    assert "--pd-protocol" not in cd.engine_pod(dataclasses.replace(asked, pd_protocol=None), "node-9")["spec"]["containers"][0]["args"]

@@ -4,7 +4,7 @@
 (``DYN_DISCOVERY_BACKEND=file``, ``DYN_FILE_KV`` in the deployment's own folder), the TCP request
 plane and the ZMQ event plane, everything on 127.0.0.1. The frontend is Dynamo's own
 (``python -m dynamo.frontend --router-mode kv``: its Rust HTTP service, preprocessor, KV router
-and prefill router). Each worker is ``python -m servecert.adapters.dynamo.worker``: the suite's fake
+and prefill router). Each worker is ``python -m servecert.fakes.dynamo_worker``: the suite's fake
 engine hosted as a Dynamo Python backend (``dynamo.common.backend.LLMEngine`` under the
 runtime's ``Worker``), registered with ``--disaggregation-mode``'s role, so the ground truth of
 every prefill, decode and KV transfer is the suite's own (``WorkerRef.url`` serves
@@ -37,7 +37,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import sys
 import tempfile
 import uuid
@@ -52,19 +51,23 @@ from servecert.adapters.contract import (
     PREFERRED,
     REQUIRED,
     AdapterError,
+    Deadline,
     DeploymentSpec,
     Environment,
     ImplementationMetadata,
     LogRecord,
+    Proc,
+    ProcessStartError,
     RouterSpec,
     WorkerRef,
     WorkerSpec,
     engine_config,
+    engine_settings,
     features,
+    free_port,
+    wait_for,
 )
 from servecert.adapters.dynamo import model_folder
-from servecert.harness.processes import Proc, ProcessStartError, wait_for
-from servecert.protocol import waiting
 
 DYNAMO_VERSION = "1.6.1"
 FALLBACK_PREFERRED_WEIGHT = 1.0  # Dynamo 1.6.1 accepts weights in [0, 1]; 1 is its strongest preference (cost x e^-tanh(1))
@@ -207,12 +210,6 @@ def warnings_in(log: str) -> list[LogRecord]:
     return records
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class _Worker:
     ref: WorkerRef
@@ -251,7 +248,7 @@ class DynamoDeployment:
     async def start(self) -> None:
         self.kv_dir.mkdir(parents=True, exist_ok=True)
         self._http()
-        deadline = waiting.Deadline(READY_S)
+        deadline = Deadline(READY_S)
         await self._start_frontend(deadline)
         launched = [await self._launch(w) for w in self.spec.workers]
         try:
@@ -262,9 +259,9 @@ class DynamoDeployment:
         self.workers.extend(t.result() for t in tasks)
         await self._await_model(deadline)
 
-    async def _start_frontend(self, deadline: waiting.Deadline) -> None:
+    async def _start_frontend(self, deadline: Deadline) -> None:
         router = self.spec.router
-        port = _free_port()
+        port = free_port()
         argv = [
             sys.executable, "-m", "dynamo.frontend",
             "--http-host", "127.0.0.1", "--http-port", str(port),
@@ -286,8 +283,6 @@ class DynamoDeployment:
         await wait_for(live, deadline, f"the Dynamo frontend on {self.frontend_url}", [proc])
 
     async def _launch(self, spec: WorkerSpec) -> tuple[str, Proc, dict[str, Any]]:
-        from servecert.adapters.dynamo.worker import engine_settings
-
         self._count += 1
         name = spec.name or f"{spec.role}-{uuid.uuid4().hex[:8]}"
         config = engine_config(replace(spec, name=name), self.spec)
@@ -299,7 +294,7 @@ class DynamoDeployment:
             (mount / level).write_text(value + "\n")
         settings = engine_settings(config, self.spec.timing)
         argv = [
-            sys.executable, "-m", "servecert.adapters.dynamo.worker",
+            sys.executable, "-m", "servecert.fakes.dynamo_worker",
             "--model-path", str(self.model_path),
             "--engine", json.dumps(settings),
             "--ready-file", str(wdir / "ready.json"),
@@ -311,7 +306,7 @@ class DynamoDeployment:
         await proc.start()
         return name, proc, settings
 
-    async def _await_worker(self, name: str, proc: Proc, settings: dict[str, Any], deadline: waiting.Deadline) -> WorkerRef:
+    async def _await_worker(self, name: str, proc: Proc, settings: dict[str, Any], deadline: Deadline) -> WorkerRef:
         ready_file = proc.cwd / "ready.json"
 
         async def written() -> bool:
@@ -346,7 +341,7 @@ class DynamoDeployment:
         self._by_engine[ref.engine_id] = _Worker(ref, proc, instance_id)
         return ref
 
-    async def _await_model(self, deadline: waiting.Deadline) -> None:
+    async def _await_model(self, deadline: Deadline) -> None:
         async def listed() -> bool:
             body = await self._get_json("/v1/models") or {}
             return any(m.get("id") == self.spec.model for m in body.get("data", []))
@@ -381,7 +376,7 @@ class DynamoDeployment:
     async def add_worker(self, spec: WorkerSpec) -> WorkerRef:
         name, proc, settings = await self._launch(spec)
         try:
-            ref = await self._await_worker(name, proc, settings, waiting.Deadline(READY_S))
+            ref = await self._await_worker(name, proc, settings, Deadline(READY_S))
         except BaseException:
             await self._stop(proc)
             raise
@@ -435,7 +430,7 @@ class DynamoImplementation:
     )
     supported_features: frozenset[str] = FEATURES
 
-    def new_deployment(self, spec: DeploymentSpec, workdir: Path, keep: bool) -> DynamoDeployment:
+    def new_deployment(self, spec: DeploymentSpec, env: Environment, workdir: Path, keep: bool) -> DynamoDeployment:
         """The deployment ``deploy`` starts (the planner adapter's adds etcd and Dynamo's planner)."""
         return DynamoDeployment(spec, workdir, keep)
 
@@ -444,7 +439,7 @@ class DynamoImplementation:
         root = Path(os.environ.get(WORKDIR_ENV) or tempfile.gettempdir())
         root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="servecert-dynamo-", dir=root))
-        deployment = self.new_deployment(spec, workdir, keep=os.environ.get(KEEP_ENV, "") not in ("", "0"))
+        deployment = self.new_deployment(spec, env, workdir, keep=os.environ.get(KEEP_ENV, "") not in ("", "0"))
         try:
             await deployment.start()
         except ProcessStartError as exc:

@@ -24,7 +24,7 @@ from typing import Any
 
 import aiohttp
 
-from servecert.protocol.planner_decisions import DECISION_ID, NUM_DECODE, NUM_PREFILL, PREFIX, SCALED_DECISION_ID, UNSET, ScalingDecision
+from servecert.adapters.contract import ScalingDecision, planner_decisions
 
 REQUEST_TIMEOUT_S = 5.0
 
@@ -43,11 +43,11 @@ def _prefix_end(prefix: str) -> str:
 
 
 class EtcdDecisionStore:
-    """``servecert.protocol.planner_decisions.DecisionStore`` over an etcd at ``endpoint`` (``http://127.0.0.1:PORT``)."""
+    """``servecert.adapters.contract.DecisionStore`` over an etcd at ``endpoint`` (``http://127.0.0.1:PORT``)."""
 
     def __init__(self, endpoint: str, namespace: str, session: aiohttp.ClientSession) -> None:
         self.endpoint = endpoint.rstrip("/")
-        self.prefix = PREFIX.format(namespace=namespace)
+        self.prefix = planner_decisions.PREFIX.format(namespace=namespace)
         self.session = session
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -80,21 +80,26 @@ class EtcdDecisionStore:
     async def put_decision(self, decision: ScalingDecision) -> None:
         # NB: as Dynamo's coordinator: each given count, then decision_id, in separate puts (a reader keys on the id).
         if decision.num_prefill_workers is not None:
-            await self._put(NUM_PREFILL, decision.num_prefill_workers)
+            await self._put(planner_decisions.NUM_PREFILL, decision.num_prefill_workers)
         if decision.num_decode_workers is not None:
-            await self._put(NUM_DECODE, decision.num_decode_workers)
-        await self._put(DECISION_ID, decision.decision_id)
+            await self._put(planner_decisions.NUM_DECODE, decision.num_decode_workers)
+        await self._put(planner_decisions.DECISION_ID, decision.decision_id)
 
     async def get_decision(self) -> ScalingDecision | None:
         keys = await self.keys()
-        decision_id = keys.get(DECISION_ID, UNSET)
-        if decision_id == UNSET:
+        unset = planner_decisions.UNSET
+
+        def count(key: str) -> int | None:
+            value = keys.get(key, unset)
+            return None if value == unset else value
+
+        decision_id = keys.get(planner_decisions.DECISION_ID, unset)
+        if decision_id == unset:
             return None
-        prefill, decode = keys.get(NUM_PREFILL, UNSET), keys.get(NUM_DECODE, UNSET)
-        return ScalingDecision(None if prefill == UNSET else prefill, None if decode == UNSET else decode, decision_id)
+        return ScalingDecision(count(planner_decisions.NUM_PREFILL), count(planner_decisions.NUM_DECODE), decision_id)
 
     async def put_scaled_decision_id(self, decision_id: int) -> None:
-        await self._put(SCALED_DECISION_ID, decision_id)
+        await self._put(planner_decisions.SCALED_DECISION_ID, decision_id)
 
     async def get_scaled_decision_id(self) -> int:
-        return (await self.keys()).get(SCALED_DECISION_ID, UNSET)
+        return (await self.keys()).get(planner_decisions.SCALED_DECISION_ID, planner_decisions.UNSET)

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from servecert.protocol import tokenizer as suite_tokenizer
+from servecert.adapters.contract import tokenizer as suite_tokenizer
 
 FORMAT_VERSION = "1"
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"

@@ -1,6 +1,6 @@
 """NVIDIA Dynamo 1.6.1's planner behind the adapter contract (registered as ``dynamo-planner``).
 
-``deploy`` runs the router adapter's deployment (Dynamo's frontend, one ``servecert.adapters.dynamo.worker``
+``deploy`` runs the router adapter's deployment (Dynamo's frontend, one ``servecert.fakes.dynamo_worker``
 per worker: the suite's fake engines, which publish their forward-pass metrics on Dynamo's event
 plane) and beside it Dynamo's own planner, ``python -m dynamo.planner``, on its Virtual connector:
 
@@ -42,13 +42,21 @@ from typing import Any
 
 import aiohttp
 
-from servecert.adapters.contract import AGG, AdapterError, DeploymentSpec, PlannerSpec, features
+from servecert.adapters.contract import (
+    AGG,
+    AdapterError,
+    Deadline,
+    DeploymentSpec,
+    Environment,
+    PlannerSpec,
+    Proc,
+    cache_root,
+    features,
+    free_port,
+    wait_for,
+)
 from servecert.adapters.dynamo.adapter import DynamoDeployment, DynamoImplementation
 from servecert.adapters.dynamo.etcd_decisions import EtcdDecisionStore
-from servecert.harness.cluster import binaries
-from servecert.harness.cluster.processes import free_port
-from servecert.harness.processes import Proc, wait_for
-from servecert.protocol import waiting
 
 PLANNER_PYTHON_ENV = "SERVECERT_DYNAMO_PLANNER_PYTHON"
 STAND_IN = Path(__file__).with_name("planner_stand_in")
@@ -73,19 +81,12 @@ here is the reference's; Dynamo's operator cannot be had."""
 def planner_python() -> Path:
     """The planner's own interpreter: ``$SERVECERT_DYNAMO_PLANNER_PYTHON``, else ``make dynamo-planner``'s."""
     given = os.environ.get(PLANNER_PYTHON_ENV)
-    path = Path(given) if given else binaries.cache_root() / "dynamo-planner" / "bin" / "python"
+    path = Path(given) if given else cache_root() / "dynamo-planner" / "bin" / "python"
     if not path.is_file():
         raise AdapterError(
             f"Dynamo's planner runs in a virtualenv of its own, not found at {path}: run `make dynamo-planner` "
             f"(or set {PLANNER_PYTHON_ENV} to its python); see docs/dynamo.md"
         )
-    return path
-
-
-def etcd_binary() -> Path:
-    path = binaries.bin_dir() / "etcd"
-    if not path.is_file():
-        raise AdapterError(f"etcd is not built at {path}: run `.venv/bin/servecert setup --env cluster` (it builds etcd)")
     return path
 
 
@@ -130,8 +131,9 @@ def planner_config(spec: DeploymentSpec, planner: PlannerSpec, metrics_port: int
 class DynamoPlannerDeployment(DynamoDeployment):
     """The router adapter's deployment, plus etcd and Dynamo's planner; ``decisions`` is the planner's store."""
 
-    def __init__(self, spec: DeploymentSpec, workdir: Path, keep: bool) -> None:
+    def __init__(self, spec: DeploymentSpec, etcd: Path, workdir: Path, keep: bool) -> None:
         super().__init__(spec, workdir, keep)
+        self.etcd = etcd
         if spec.planner is None:
             raise AdapterError("the dynamo-planner implementation deploys a planner: the DeploymentSpec has none")
         self.planner_spec = spec.planner
@@ -148,7 +150,7 @@ class DynamoPlannerDeployment(DynamoDeployment):
         client, peer = free_port(), free_port()
         self.etcd_url = f"http://127.0.0.1:{client}"
         argv = [
-            str(etcd_binary()), "--name=servecert", f"--data-dir={self.workdir / 'etcd'}",
+            str(self.etcd), "--name=servecert", f"--data-dir={self.workdir / 'etcd'}",
             f"--listen-client-urls={self.etcd_url}", f"--advertise-client-urls={self.etcd_url}",
             f"--listen-peer-urls=http://127.0.0.1:{peer}", f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
             f"--initial-cluster=servecert=http://127.0.0.1:{peer}", "--unsafe-no-fsync=true", "--log-level=warn",
@@ -167,7 +169,7 @@ class DynamoPlannerDeployment(DynamoDeployment):
             except (aiohttp.ClientError, TimeoutError):
                 return False
 
-        await wait_for(healthy, waiting.Deadline(ETCD_READY_S), f"etcd on {self.etcd_url}", [proc])
+        await wait_for(healthy, Deadline(ETCD_READY_S), f"etcd on {self.etcd_url}", [proc])
 
     async def _start_planner(self) -> None:
         config = planner_config(self.spec, self.planner_spec, free_port())
@@ -187,12 +189,12 @@ class DynamoPlannerDeployment(DynamoDeployment):
         async def ticking() -> bool:
             return FIRST_TICK.search(proc.tail()) is not None
 
-        await wait_for(ticking, waiting.Deadline(PLANNER_READY_S), "Dynamo's planner to log its first decision", [proc], poll_s=0.5)
+        await wait_for(ticking, Deadline(PLANNER_READY_S), "Dynamo's planner to log its first decision", [proc], poll_s=0.5)
 
 
 @dataclass
 class DynamoPlannerImplementation(DynamoImplementation):
     supported_features: frozenset[str] = field(default=PLANNER_FEATURES)
 
-    def new_deployment(self, spec: DeploymentSpec, workdir: Path, keep: bool) -> DynamoDeployment:
-        return DynamoPlannerDeployment(spec, workdir, keep)
+    def new_deployment(self, spec: DeploymentSpec, env: Environment, workdir: Path, keep: bool) -> DynamoDeployment:
+        return DynamoPlannerDeployment(spec, env.tool("etcd"), workdir, keep)

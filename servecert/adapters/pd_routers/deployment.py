@@ -23,7 +23,6 @@ import importlib.util
 import json
 import os
 import shutil
-import socket
 import sys
 import tempfile
 from dataclasses import dataclass, replace
@@ -37,15 +36,18 @@ from servecert.adapters.contract import (
     RANDOM,
     ROUND_ROBIN,
     AdapterError,
+    Deadline,
     DeploymentSpec,
     Environment,
+    Proc,
+    ProcessStartError,
     WorkerRef,
     WorkerSpec,
     engine_config,
     features,
+    free_port,
+    wait_for,
 )
-from servecert.harness.processes import Proc, ProcessStartError, wait_for
-from servecert.protocol import waiting
 
 READY_S = 28.0  # below the suite's deploy_ready_s (30 s)
 CHANGE_S = 10.0  # a worker added or removed through the router's API shows in its list within this
@@ -134,12 +136,6 @@ def host_port(ref: WorkerRef) -> int:
     return int(ref.url.rsplit(":", 1)[1])
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def check_spec(kind: RouterKind, spec: DeploymentSpec) -> str:
     """The router's ``--policy`` for the spec; AdapterError for what the router cannot do (a topology level)."""
     if spec.router.topology_level is not None:
@@ -190,7 +186,7 @@ class RouterDeployment:
         await self._router.start()
         urls = {w.url for w in self.workers}
         await wait_for(
-            lambda: self._http_().routable(urls), waiting.Deadline(READY_S), f"{self.kind.name} to route to {sorted(urls)}", [self._router]
+            lambda: self._http_().routable(urls), Deadline(READY_S), f"{self.kind.name} to route to {sorted(urls)}", [self._router]
         )
         self.frontend_url = self._http_().base
 
@@ -233,7 +229,7 @@ class RouterDeployment:
     async def _until(self, probe: Any, what: str) -> None:
         procs = [self._router] if self._router is not None else []
         try:
-            await wait_for(probe, waiting.Deadline(CHANGE_S), what, procs)
+            await wait_for(probe, Deadline(CHANGE_S), what, procs)
         except ProcessStartError as exc:
             raise AdapterError(str(exc)) from exc
 

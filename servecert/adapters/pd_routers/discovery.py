@@ -9,11 +9,10 @@ them that way:
 Data flow::
 
     DeploymentSpec
-      -> one node per worker (cluster_deploy.worker_node: its domains under the ClusterTopology's
-         label keys, reserved to it), one pod per worker pinned there: the fake engine image with the
-         worker's parameters (cluster_deploy.engine_args) and the router's handshake (--pd-protocol),
-         labels <deployment>/<role> (the selectors), on prefill pods the router's bootstrap-port
-         annotation where it reads one (sglang-router: sglang.ai/bootstrap-port)
+      -> one fake engine pod per worker, each on a node of its own that carries the worker's domains
+         (the environment's place_engine_pod): the worker's parameters, the router's handshake
+         (EnginePod.pd_protocol), labels <deployment>/<role> (the selectors), on prefill pods the
+         router's bootstrap-port annotation where it reads one (sglang-router: sglang.ai/bootstrap-port)
       -> the router, unmodified, as a host process with the cluster's KUBECONFIG, watching the case's
          namespace (RouterKind.discovery_argv)
       -> ready: every pod Ready (the pod runner's word: the engine answers /health) and listed healthy
@@ -32,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -39,21 +39,31 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from servecert.adapters.contract import AdapterError, ClusterEnvironment, DeploymentSpec, WorkerRef, WorkerSpec
+from servecert.adapters.contract import (
+    AdapterError,
+    ClusterEnvironment,
+    Deadline,
+    DeploymentSpec,
+    EnginePod,
+    Proc,
+    ProcessStartError,
+    WorkerRef,
+    WorkerSpec,
+    free_port,
+    wait_for,
+)
 from servecert.adapters.pd_routers import deployment as shared
 from servecert.adapters.pd_routers.deployment import RouterHttp, RouterKind
-from servecert.harness import cluster_deploy
-from servecert.harness.cluster import kube, topology
-from servecert.harness.processes import Proc, ProcessStartError, wait_for
-from servecert.protocol import kube_objects, waiting
 
 ENGINE_PORT = 8000
 """Every engine pod listens here on its own pod IP: the routers' ``--service-discovery-port``."""
 DEPLOYMENT_LABEL = "servecert.io/pd-deployment"
 ROLE_LABEL = "servecert.io/pd-role"
-ENGINE_CONTAINER = "engine"
+POLL_S = 0.2
+REQUEST_TIMEOUT_S = 10.0
 _DEPLOYMENTS = itertools.count()
 
 
@@ -62,29 +72,34 @@ def selector(name: str, role: str) -> dict[str, str]:
     return {DEPLOYMENT_LABEL: name, ROLE_LABEL: role}
 
 
-def engine_pod(kind: RouterKind, spec: DeploymentSpec, worker: WorkerSpec, name: str, deployment: str, node: str) -> dict[str, Any]:
-    """The worker's pod: the fake engine speaking ``kind``'s handshake, labelled for the router's selectors, on its own node."""
-    args = [*cluster_deploy.engine_args(worker, spec, name), "--pd-protocol", kind.pd_protocol]
-    container = {"name": ENGINE_CONTAINER, "image": cluster_deploy.ENGINE_IMAGE, "args": args, "ports": [{"containerPort": ENGINE_PORT}]}
+def engine_pod(kind: RouterKind, spec: DeploymentSpec, worker: WorkerSpec, name: str, deployment: str) -> EnginePod:
+    """The worker's pod: the fake engine speaking ``kind``'s handshake, labelled for the router's selectors."""
     annotations = kind.prefill_annotations(ENGINE_PORT) if worker.role == "prefill" else {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": selector(deployment, worker.role), "annotations": annotations},
-        "spec": topology.reserve({"containers": [container], "terminationGracePeriodSeconds": int(shared.DRAIN_S)}, node),
-    }
+    return EnginePod(
+        name, worker, spec, ENGINE_PORT, kind.pd_protocol, selector(deployment, worker.role), annotations, grace_s=shared.DRAIN_S
+    )
 
 
-def _pod_url(pod: kube_objects.Pod) -> str:
-    ip = (pod.get("status") or {}).get("podIP")
+def _pod_url(pod: Any) -> str:
+    ip = pod.status.pod_ip if pod.status is not None else None
     return f"http://{ip}:{ENGINE_PORT}" if ip else ""
+
+
+def _ready(pod: Any) -> bool:
+    conditions = (pod.status.conditions if pod.status is not None else None) or []
+    return pod.metadata.deletion_timestamp is None and any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def _component(index: int, worker: WorkerSpec) -> str:
+    """A DNS label from the worker's role, index and name (as the DGD's components are named)."""
+    name = re.sub(r"[^a-z0-9-]+", "-", worker.name.lower()).strip("-")
+    return f"{worker.role}-{index}" + (f"-{name}" if name else "")[:40]
 
 
 @dataclass
 class Placed:
     spec: WorkerSpec
     pod: str
-    node: str
 
 
 @dataclass
@@ -99,14 +114,14 @@ class DiscoveredDeployment:
     frontend_url: str = ""
     workers: list[WorkerRef] = field(default_factory=list)
     placed: list[Placed] = field(default_factory=list)
-    levels: list[tuple[str, str]] = field(default_factory=list)
     failed: bool = False
     _router: Proc | None = None
     _session: aiohttp.ClientSession | None = None
     _http: RouterHttp | None = None
 
-    async def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(fn, self.env.api, *args, **kwargs)
+    async def _core(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        call = getattr(client.CoreV1Api(self.env.api), method)
+        return await asyncio.to_thread(call, *args, _request_timeout=REQUEST_TIMEOUT_S, **kwargs)
 
     def _procs(self) -> list[Proc]:
         return [self._router] if self._router is not None else []
@@ -117,14 +132,12 @@ class DiscoveredDeployment:
 
     async def start(self) -> None:
         policy = shared.check_spec(self.kind, self.spec)
-        ct = await self._call(kube.get_cluster_topology, cluster_deploy.CLUSTER_TOPOLOGY)
-        self.levels = [(str(level["domain"]), str(level["labelKey"])) for level in ct["spec"]["levels"]]
         for worker in self.spec.workers:
             await self._create(worker)
-        port = shared.free_port()
+        port = free_port()
         namespace = self.env.namespace
         argv = self.kind.discovery_argv(
-            port, shared.free_port(), namespace, selector(self.name, "prefill"), selector(self.name, "decode"), ENGINE_PORT,
+            port, free_port(), namespace, selector(self.name, "prefill"), selector(self.name, "decode"), ENGINE_PORT,
             policy,
         )  # fmt: skip
         env = {**os.environ, "KUBECONFIG": str(self.env.kubeconfig)}
@@ -132,30 +145,26 @@ class DiscoveredDeployment:
         self._session = aiohttp.ClientSession()
         self._http = RouterHttp(f"http://127.0.0.1:{port}", self._session)
         await self._router.start()
-        self.workers = await self._until_listed([p.pod for p in self.placed], waiting.Deadline(shared.READY_S))
+        self.workers = await self._until_listed([p.pod for p in self.placed], Deadline(shared.READY_S))
         self.frontend_url = self._http_().base
 
     async def _create(self, worker: WorkerSpec) -> Placed:
         if worker.role not in ("prefill", "decode"):
             raise AdapterError(f"{self.kind.name} in P/D mode serves prefill and decode workers, not {worker.role!r}")
-        index = len(self.placed)
-        pod = f"{self.name}-{cluster_deploy.component_name(index, worker)}"
-        node = f"{self.env.namespace}-{pod}"  # NB: node names are cluster-wide
-        await self._call(kube.create_node, cluster_deploy.worker_node(node, worker.domains, self.levels))
-        api = self.env.api
-        self.env.cleanups.append(lambda: kube.delete_node(api, node))
-        placed = Placed(worker, pod, node)
+        pod = f"{self.name}-{_component(len(self.placed), worker)}"
+        placed = Placed(worker, pod)
         self.placed.append(placed)
-        await self._call(kube.create_pod, self.env.namespace, engine_pod(self.kind, self.spec, worker, pod, self.name, node))
+        await self.env.place_engine_pod(engine_pod(self.kind, self.spec, worker, pod, self.name))
         return placed
 
     async def _refs(self, pods: list[str], listed: bool) -> list[WorkerRef] | None:
         """WorkerRefs of ``pods`` once each is Ready and the router lists it healthy (``listed``), else None."""
-        found = {p["metadata"]["name"]: p for p in await self._call(kube.list_pods, self.env.namespace, f"{DEPLOYMENT_LABEL}={self.name}")}
+        pod_list = await self._core("list_namespaced_pod", self.env.namespace, label_selector=f"{DEPLOYMENT_LABEL}={self.name}")
+        found = {p.metadata.name: p for p in pod_list.items}
         refs = []
         for name in pods:
             pod = found.get(name)
-            if pod is None or pod["metadata"].get("deletionTimestamp") or not kube_objects.condition_true(pod, "Ready"):
+            if pod is None or not _ready(pod):
                 return None
             spec = next(p.spec for p in self.placed if p.pod == name)
             refs.append(WorkerRef(name, name, _pod_url(pod), spec.role, dict(spec.domains)))
@@ -163,7 +172,7 @@ class DiscoveredDeployment:
             return None
         return refs
 
-    async def _until_listed(self, pods: list[str], deadline: waiting.Deadline) -> list[WorkerRef]:
+    async def _until_listed(self, pods: list[str], deadline: Deadline) -> list[WorkerRef]:
         result: list[WorkerRef] = []
 
         async def probe() -> bool:
@@ -174,7 +183,7 @@ class DiscoveredDeployment:
 
         what = f"{self.kind.name} to discover pods {pods} in namespace {self.env.namespace} and list them healthy"
         try:
-            await wait_for(probe, deadline, what, self._procs(), poll_s=cluster_deploy.POLL_S)
+            await wait_for(probe, deadline, what, self._procs(), poll_s=POLL_S)
         except ProcessStartError as exc:
             hint = f"router log in {self.workdir}; pods: kubectl -n {self.env.namespace} get pods"
             raise AdapterError(f"{exc} ({hint})") from exc
@@ -184,7 +193,7 @@ class DiscoveredDeployment:
     async def add_worker(self, spec: WorkerSpec) -> WorkerRef:
         """A new labelled pod; the router's discovery adds it once it is Ready."""
         placed = await self._create(spec)
-        (ref,) = await self._until_listed([placed.pod], waiting.Deadline(shared.READY_S))
+        (ref,) = await self._until_listed([placed.pod], Deadline(shared.READY_S))
         self.workers.append(ref)
         return ref
 
@@ -192,13 +201,13 @@ class DiscoveredDeployment:
         """Delete the worker's pod (graceful); the router drops it on the deletionTimestamp, the engine drains and ends."""
         if ref in self.workers:
             self.workers.remove(ref)
-        await self._call(kube.delete_pod, self.env.namespace, ref.name)
+        await self._core("delete_namespaced_pod", ref.name, self.env.namespace)
 
         async def gone() -> bool:
             return ref.url not in await self._http_().workers()
 
         try:
-            await wait_for(gone, waiting.Deadline(shared.CHANGE_S), f"{self.kind.name} to drop deleted pod {ref.name}", self._procs())
+            await wait_for(gone, Deadline(shared.CHANGE_S), f"{self.kind.name} to drop deleted pod {ref.name}", self._procs())
         except ProcessStartError as exc:
             raise AdapterError(str(exc)) from exc
 
@@ -206,7 +215,8 @@ class DiscoveredDeployment:
         if self._router is not None:
             await self._router.stop(shared.STOP_S)
         try:
-            await self._call(kube.delete_pods, self.env.namespace, f"{DEPLOYMENT_LABEL}={self.name}", grace_period_seconds=0)
+            selected = f"{DEPLOYMENT_LABEL}={self.name}"
+            await self._core("delete_collection_namespaced_pod", self.env.namespace, label_selector=selected, grace_period_seconds=0)
         except ApiException as exc:
             if exc.status != 404:  # NB: the namespace may be gone already
                 raise

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from servecert.adapters.contract import AdapterError, ImplementationMetadata, WorkerRef
+from servecert.adapters.contract import PD_SGLANG, AdapterError, ImplementationMetadata, WorkerRef
 from servecert.adapters.pd_routers import deployment
 from servecert.adapters.pd_routers.deployment import RouterHttp, host_port
 from servecert.adapters.pd_routers.implementation import RouterImplementation
-from servecert.protocol.engine_api import PD_SGLANG
 
 VERSION = "0.3.2"
 BOOTSTRAP_ANNOTATION = "sglang.ai/bootstrap-port"

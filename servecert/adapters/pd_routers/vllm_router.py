@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from servecert.adapters.contract import AdapterError, ImplementationMetadata, WorkerRef
+from servecert.adapters.contract import PD_VLLM, AdapterError, ImplementationMetadata, WorkerRef
 from servecert.adapters.pd_routers import deployment
 from servecert.adapters.pd_routers.deployment import RouterHttp
 from servecert.adapters.pd_routers.implementation import RouterImplementation
-from servecert.protocol.engine_api import PD_VLLM
 
 VERSION = "0.1.17"
 

@@ -71,6 +71,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+from servecert.adapters import contract
+
 # --- pinned versions ---------------------------------------------------------
 
 K8S_VERSION = "v1.35.3"
@@ -246,11 +248,8 @@ Progress = Callable[[str], None]
 
 
 def cache_root() -> Path:
-    """`$SERVECERT_CACHE`, else `~/.cache/servecert` (never inside the repository)."""
-    env = os.environ.get("SERVECERT_CACHE")
-    if env:
-        return Path(env).expanduser().resolve()
-    return Path.home() / ".cache" / "servecert"
+    """`$SERVECERT_CACHE`, else `~/.cache/servecert` (never inside the repository): the vendor contract's."""
+    return contract.cache_root()
 
 
 def _goos_goarch() -> str:
@@ -286,6 +285,14 @@ def versions_key() -> str:
 def bin_dir() -> Path:
     """`<cache_root()>/bin/<versions_key()>`."""
     return cache_root() / "bin" / versions_key()
+
+
+def built_tool(name: str) -> Path:
+    """A program the setup built (``etcd``, ``kube-apiserver``, ...): the environments' ``tool`` for the adapters."""
+    path = bin_dir() / name
+    if not path.is_file():
+        raise contract.AdapterError(f"{name} is not built at {path}: run `.venv/bin/servecert setup --env cluster` (it builds {name})")
+    return path
 
 
 def log_path(component: str) -> Path:

@@ -34,6 +34,7 @@ from typing import Any
 
 from kubernetes import client
 
+from servecert.adapters.contract import free_port
 from servecert.harness.cluster import (
     binaries,
     control_plane,
@@ -86,9 +87,9 @@ def _claim(name: str) -> ClusterState:
         taken = {s.pod_ip_octet for s in state.all_states()}
         ports: dict[str, int] = {}
         for key in _PORTS:
-            port = processes.free_port()
+            port = free_port()
             while port in ports.values():
-                port = processes.free_port()
+                port = free_port()
             ports[key] = port
         directory.mkdir(parents=True)
         claimed = ClusterState(

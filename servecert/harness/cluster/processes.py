@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,13 +33,6 @@ LOG_TAIL_LINES = 20
 
 class ClusterStartError(RuntimeError):
     """A component did not come up in time; the message quotes its log and says where it is."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port the kernel says is free now (the caller holds the allocation lock while using it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

@@ -17,9 +17,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from servecert.adapters.contract import free_port
 from servecert.adapters.dynamo.etcd_decisions import EtcdDecisionStore, EtcdError
 from servecert.harness.cluster import binaries
-from servecert.harness.cluster.processes import free_port
 from servecert.protocol.planner_decisions import UNSET, ScalingDecision
 
 pytestmark = pytest.mark.cluster  # NB: the marker that makes the session build the cluster binaries before any test

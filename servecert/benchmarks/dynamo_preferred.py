@@ -1,4 +1,4 @@
-"""``python -m servecert.adapters.dynamo.preferred_probe``: Dynamo's preferred weight at weights it accepts.
+"""``python -m servecert.benchmarks.dynamo_preferred``: Dynamo's preferred weight at weights it accepts.
 
 RouterTopologyPreferredWeight compares weight 0 with weight 5, which Dynamo 1.6.1 refuses
 (weights must be in [0, 1]). This repeats that test's measurement — one ``preferred`` prefill
@@ -60,7 +60,7 @@ async def main_async(levels: list[str], weights: list[float], repeat: int) -> No
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(prog="python -m servecert.adapters.dynamo.preferred_probe", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m servecert.benchmarks.dynamo_preferred", description=__doc__.splitlines()[0])
     p.add_argument("--levels", default="zone,rack,host")
     p.add_argument("--weights", default="0,1")
     p.add_argument("--repeat", type=int, default=2)

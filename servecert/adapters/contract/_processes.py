@@ -1,5 +1,8 @@
 """Processes an adapter starts (Dynamo, vllm-router, sglang-router): each with its own log file, ended by its pid.
 
+Part of the vendor contract: ``servecert.adapters.contract`` re-exports ``Proc``,
+``ProcessStartError``, ``wait_for`` and ``free_port``; import them from there.
+
 ``Proc.start`` launches one command (its output to a log file, in a new session so a signal
 sent to the suite's terminal does not reach it) and remembers its pid; ``stop`` sends SIGTERM to
 that pid, waits a bounded time, then SIGKILL, and waits again. Nothing here ends a process by
@@ -13,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -21,6 +25,13 @@ from servecert.protocol import waiting
 TERM_GRACE_S = 10.0  # SIGTERM to SIGKILL
 KILL_WAIT_S = 5.0
 TAIL_BYTES = 2000
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` the kernel says is free now (another process may take it before you bind it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
 
 
 class ProcessStartError(Exception):

@@ -26,9 +26,18 @@ Required: ``Implementation`` (``metadata``, ``supported_features``, ``deploy``).
     RoutingProbe           the engines a frontend pod routes to now (a gate before traffic)
     ClusterPlanner         the DGD component that runs its planner on a cluster
 
-What the adapter may call of the suite: ``Environment`` (process: start and stop fake engines) and
-``ClusterEnvironment`` (cluster: one namespace per case, the admin API client). Feature names are
-``features`` (re-exported: the same constants the tests and profiles use).
+What the adapter may call of the suite: ``Environment`` (process: start and stop fake engines, the
+tools the suite built) and ``ClusterEnvironment`` (cluster: one namespace per case, the admin API
+client, a fake engine pod on a node of its own). Feature names are ``features`` (re-exported: the
+same constants the tests and profiles use). For an implementation's own processes (a frontend, a
+router, a planner): ``Proc`` (one command, its log file, ended by its pid), ``wait_for`` and
+``Deadline`` (bounded waits that name what they waited for and the log to read), ``free_port``,
+``cache_root`` (where the adapter may keep what it builds). For an implementation that needs the
+suite's fake engine on its own wire or its own files: ``engine_settings`` (the engine's
+configuration as plain JSON, for a program of the suite's that hosts it, as
+``servecert.fakes.dynamo_worker`` does in Dynamo's runtime), ``tokenizer`` (the fake engines'
+deterministic tokenizer), ``PD_VLLM``/``PD_SGLANG`` (the engines' P/D handshakes) and
+``planner_decisions`` (the Virtual connector's keys and ``ScalingDecision``).
 
 Adapters are found by name through the entry-point group ``servecert.implementations`` (the
 reference implementation is registered as ``reference``) or by ``module:attribute``; the
@@ -38,6 +47,7 @@ attribute is an ``Implementation`` or a zero-argument callable returning one.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
@@ -47,9 +57,14 @@ from typing import Any, Protocol, runtime_checkable
 import aiohttp
 
 from servecert import features
+from servecert.adapters.contract._processes import Proc, ProcessStartError, free_port, wait_for
 from servecert.fakes.engine import EngineConfig
+from servecert.fakes.engine_settings import to_settings as engine_settings
+from servecert.protocol import planner_decisions, tokenizer
+from servecert.protocol.engine_api import PD_SGLANG, PD_VLLM
 from servecert.protocol.perf_profile import PerfProfile
-from servecert.protocol.planner_decisions import DecisionStore
+from servecert.protocol.planner_decisions import DecisionStore, ScalingDecision
+from servecert.protocol.waiting import Deadline
 
 __all__ = [
     "AGG",
@@ -61,6 +76,8 @@ __all__ = [
     "FALLBACK",
     "KALMAN",
     "KV",
+    "PD_SGLANG",
+    "PD_VLLM",
     "PREFERRED",
     "RANDOM",
     "REQUIRED",
@@ -70,10 +87,12 @@ __all__ = [
     "ClusterEnvironment",
     "ClusterImplementation",
     "ClusterPlanner",
+    "Deadline",
     "DecisionStore",
     "Deployment",
     "DeploymentSpec",
     "DeploysOnCluster",
+    "EnginePod",
     "Environment",
     "Implementation",
     "ImplementationMetadata",
@@ -83,16 +102,25 @@ __all__ = [
     "OperatorInstallation",
     "PlannedDeployment",
     "PlannerSpec",
+    "Proc",
+    "ProcessStartError",
     "RestartableOperator",
     "RouterSpec",
     "RoutingProbe",
+    "ScalingDecision",
     "TokenIdPrompts",
     "WorkerRef",
     "WorkerSpec",
+    "cache_root",
     "engine_config",
+    "engine_settings",
     "features",
+    "free_port",
     "load",
+    "planner_decisions",
     "sends_token_ids",
+    "tokenizer",
+    "wait_for",
 ]
 
 ENTRY_POINT_GROUP = "servecert.implementations"
@@ -248,6 +276,34 @@ class WorkerRef:
     domains: Mapping[str, str]
 
 
+@dataclass(frozen=True)
+class EnginePod:
+    """One fake engine as a pod, for ``ClusterEnvironment.place_engine_pod``.
+
+    ``name`` is the pod's (and its engine id); ``worker`` and ``spec`` give the engine's parameters
+    (``engine_config``'s); ``port`` is where it listens on its pod IP; ``pd_protocol`` the P/D
+    handshake it speaks (``PD_VLLM``, ``PD_SGLANG``; None: the suite's own); ``labels`` and
+    ``annotations`` go on the pod; ``grace_s`` is its termination grace period.
+    """
+
+    name: str
+    worker: WorkerSpec
+    spec: DeploymentSpec
+    port: int
+    pd_protocol: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    grace_s: float = 30.0
+
+
+def cache_root() -> Path:
+    """Where the suite and its adapters keep what they build: ``$SERVECERT_CACHE``, else ``~/.cache/servecert``."""
+    given = os.environ.get("SERVECERT_CACHE")
+    if given:
+        return Path(given).expanduser().resolve()
+    return Path.home() / ".cache" / "servecert"
+
+
 @runtime_checkable
 class Environment(Protocol):
     """What the suite offers an adapter: fake engines it starts, observes and stops."""
@@ -258,6 +314,11 @@ class Environment(Protocol):
 
     async def stop_engine(self, ref: WorkerRef, drain_s: float = 0.0) -> None:
         """Stop it; ``drain_s`` > 0 first serves its work in flight, at most that long (a terminating pod)."""
+        ...
+
+    def tool(self, name: str) -> Path:
+        """A program the suite built for itself (``etcd``, ``kube-apiserver``, ...); AdapterError naming the setup
+        command when it is not built."""
         ...
 
 
@@ -353,6 +414,14 @@ class ClusterEnvironment(Protocol):
 
     @property
     def pods_dir(self) -> Path | None: ...
+
+    def tool(self, name: str) -> Path: ...
+
+    async def place_engine_pod(self, pod: EnginePod) -> None:
+        """Create ``pod``: a node of its own carrying the worker's domains under the cluster's topology labels (a
+        level the worker lacks has no label), and on it a pod of the suite's fake engine with the worker's
+        parameters. The node goes when the case ends; the pod is the adapter's to delete (or the namespace's)."""
+        ...
 
 
 @runtime_checkable

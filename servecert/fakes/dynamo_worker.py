@@ -1,4 +1,4 @@
-"""The suite's fake engine served as a Dynamo worker (``python -m servecert.adapters.dynamo.worker``).
+"""The suite's fake engine served as a Dynamo worker (``python -m servecert.fakes.dynamo_worker``).
 
 Dynamo's own Python backends are ``dynamo.common.backend.LLMEngine`` subclasses driven by the
 runtime's ``Worker``: it registers the model card (from a local model folder), serves the
@@ -22,6 +22,11 @@ Dynamo's planner sizes the deployment from them.
 Beside the Dynamo endpoint the process serves the fake engine's HTTP app on its own loopback
 address (``GET /groundtruth``, ``/engine/kv/pull``, ``/engine/metadata``, ...). Once both are up
 it writes ``--ready-file`` (JSON: engine id, URL, pid) atomically; the adapter waits for it.
+
+It lives with the fakes, beside ``pd_wire`` (the P/D handshakes of SGLang and vLLM): a program that
+changes how a fake engine is reached is part of the ground truth, reviewed with it. The Dynamo
+adapter (``servecert.adapters.dynamo``) starts it by module name with ``--engine`` from the vendor
+contract's ``engine_settings``; nothing imports it but its own tests (it needs ``ai-dynamo``).
 """
 
 from __future__ import annotations
@@ -47,10 +52,9 @@ from dynamo.common.backend.run import run
 from dynamo.common.constants import DisaggregationMode
 from dynamo.llm import FpmDirectPublisher
 
-from servecert.fakes import faults, groundtruth, kv_pull, server, timing
+from servecert.fakes import engine_settings, groundtruth, kv_pull, server
 from servecert.fakes.engine import Engine, EngineError, Seq
 from servecert.fakes.engine import EngineConfig as FakeEngineConfig
-from servecert.fakes.topology_env import TopologyConfig
 from servecert.protocol import streams, tokenizer
 from servecert.protocol.engine_api import EngineRequest, KvHandle, Sampling
 
@@ -62,65 +66,12 @@ _MODES = {"agg": DisaggregationMode.AGGREGATED, "prefill": DisaggregationMode.PR
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m servecert.adapters.dynamo.worker", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m servecert.fakes.dynamo_worker", description=__doc__.splitlines()[0])
     p.add_argument("--model-path", required=True, help="local model folder (config.json, tokenizer.json)")
-    p.add_argument("--engine", required=True, help="the fake engine's settings as JSON (see engine_settings)")
+    p.add_argument("--engine", required=True, help="the fake engine's settings as JSON (servecert.fakes.engine_settings)")
     p.add_argument("--ready-file", type=Path, required=True, help="written once the worker serves")
     p.add_argument("--http-host", default="127.0.0.1", help="address of the fake engine's HTTP app")
     return p
-
-
-def engine_settings(config: FakeEngineConfig, timing_spec: str) -> dict[str, Any]:
-    """What the adapter passes in ``--engine``: the fake engine's config as plain JSON."""
-    return {
-        "model": config.model,
-        "role": config.role,
-        "engine_id": config.engine_id,
-        "namespace": config.namespace,
-        "time_scale": config.time_scale,
-        "block_size": config.block_size,
-        "num_gpu_blocks": config.num_gpu_blocks,
-        "max_num_seqs": config.max_num_seqs,
-        "max_num_batched_tokens": config.max_num_batched_tokens,
-        "context_length": config.context_length,
-        "tensor_parallel_size": config.tensor_parallel_size,
-        "engine_version": config.engine_version,
-        "protocol_version": config.protocol_version,
-        "timing": timing_spec,
-        "heartbeat_seconds": config.heartbeat_seconds,
-        "startup_seconds": config.faults.startup_seconds,
-        "domains": dict(config.topology.domains),
-        "topology": config.topology.to_dict(),
-    }
-
-
-def fake_config(settings: dict[str, Any]) -> FakeEngineConfig:
-    topo = settings.get("topology") or {}
-    return FakeEngineConfig(
-        model=str(settings["model"]),
-        role=str(settings["role"]),
-        engine_id=str(settings["engine_id"]),
-        namespace=str(settings["namespace"]),
-        time_scale=float(settings["time_scale"]),
-        block_size=int(settings["block_size"]),
-        num_gpu_blocks=int(settings["num_gpu_blocks"]),
-        max_num_seqs=int(settings["max_num_seqs"]),
-        max_num_batched_tokens=int(settings["max_num_batched_tokens"]),
-        context_length=int(settings["context_length"]),
-        tensor_parallel_size=int(settings["tensor_parallel_size"]),
-        engine_version=str(settings["engine_version"]),
-        protocol_version=str(settings["protocol_version"]),
-        timing=timing.from_spec(str(settings["timing"])),
-        heartbeat_seconds=float(settings["heartbeat_seconds"]),
-        topology=TopologyConfig(
-            enabled=bool(settings["domains"]) or bool(topo.get("kv_transfer_domain")),
-            domains={str(k): str(v) for k, v in dict(settings["domains"]).items()},
-            transfer_domain=topo.get("kv_transfer_domain"),
-            enforcement=str(topo.get("kv_transfer_enforcement") or "required"),
-            preferred_weight=topo.get("kv_transfer_preferred_weight"),
-        ),
-        faults=faults.Faults(startup_seconds=float(settings.get("startup_seconds") or 0.0)),
-    )
 
 
 class FakeEngineBackend(LLMEngine):  # type: ignore[misc]  # NB: dynamo is untyped for mypy (follow_imports=skip)
@@ -144,7 +95,7 @@ class FakeEngineBackend(LLMEngine):  # type: ignore[misc]  # NB: dynamo is untyp
     @classmethod
     async def from_args(cls, argv: list[str] | None = None) -> tuple[FakeEngineBackend, WorkerConfig]:
         args = build_parser().parse_args(argv)
-        config = fake_config(json.loads(args.engine))
+        config = engine_settings.from_settings(json.loads(args.engine))
         engine = cls(str(args.model_path), config, args.ready_file, args.http_host)
         worker_config = WorkerConfig(
             namespace=config.namespace,
