@@ -367,6 +367,7 @@ class ComponentStatus(TypedDict, total=False):
 
 
 class InferenceServiceStatus(TypedDict, total=False):
+    observedGeneration: int
     components: dict[str, ComponentStatus]
 
 
@@ -391,11 +392,52 @@ class WorkerMetadata(KubeObject, total=False):
 
 
 # -- the boundary: name what the API returned, once --------------------------------------------
+# NB: the accessors below name each optional field's default once, so callers hold no `(x or {}).get` chains.
 
 
 def condition_true(obj: Mapping[str, Any], kind: str) -> bool:
     """Whether ``obj``'s ``status.conditions`` has ``kind`` with status "True" (a pod's Ready, a DGD's Ready)."""
-    return any(c.get("type") == kind and c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or [])
+    return any(c.get("type") == kind and c.get("status") == "True" for c in status_of(obj).get("conditions") or [])
+
+
+def labels_of(obj: Mapping[str, Any] | None) -> dict[str, str]:
+    """``metadata.labels`` (none: empty), of an object or of nothing (an object not found)."""
+    return dict(((obj or {}).get("metadata") or {}).get("labels") or {})
+
+
+def annotations_of(obj: Mapping[str, Any] | None) -> dict[str, str]:
+    """``metadata.annotations`` (none: empty)."""
+    return dict(((obj or {}).get("metadata") or {}).get("annotations") or {})
+
+
+def generation_of(obj: Mapping[str, Any] | None) -> int:
+    """``metadata.generation`` (0 when there is no object or no generation yet)."""
+    return int(((obj or {}).get("metadata") or {}).get("generation", 0) or 0)
+
+
+def status_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """``status`` (empty until a controller wrote one), of an object or of nothing."""
+    return (obj or {}).get("status") or {}
+
+
+def spec_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """``spec`` (empty when the object has none), of an object or of nothing."""
+    return (obj or {}).get("spec") or {}
+
+
+def scheduling_strategy(isvc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An InferenceService's ``spec.schedulingStrategy`` (empty when it sets none)."""
+    return spec_of(isvc).get("schedulingStrategy") or {}
+
+
+def components(isvc: Mapping[str, Any] | None) -> dict[str, ComponentStatus]:
+    """An InferenceService's ``status.components`` by role (empty until its controller wrote them)."""
+    return dict(status_of(isvc).get("components") or {})
+
+
+def node_count(role: Mapping[str, Any]) -> int:
+    """Nodes per replica of an InferenceService role: ``multinode.nodeCount``, 1 for a role without multinode."""
+    return int((role.get("multinode") or {}).get("nodeCount", 1))
 
 
 def as_dgd(obj: Mapping[str, Any]) -> DynamoGraphDeployment:

@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 from servecert.harness import seed_examples
+from servecert.protocol import kube_objects
 
 MODEL = "servecert-model"
 CLUSTER_TOPOLOGY = "servecert"  # the ClusterTopology the embedded cluster creates from its nodes
@@ -66,11 +67,7 @@ def roles(body: dict[str, Any]) -> list[dict[str, Any]]:
     return list(body["spec"]["roles"])
 
 
-def node_count(role: dict[str, Any]) -> int:
-    return int((role.get("multinode") or {}).get("nodeCount", 1))
-
-
 def gang_scheduled(body: dict[str, Any]) -> bool:
     """Seed 004's table: multi-node roles or P/D disaggregation are gang-scheduled."""
     types = {r["componentType"] for r in roles(body)}
-    return any(node_count(r) >= 2 for r in roles(body)) or {"prefiller", "decoder"} <= types
+    return any(kube_objects.node_count(r) >= 2 for r in roles(body)) or {"prefiller", "decoder"} <= types

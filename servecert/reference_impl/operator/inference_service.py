@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from servecert.protocol import kube_names as kn
+from servecert.protocol import kube_objects
 from servecert.protocol.kube_objects import (
     Container,
     InferenceService,
@@ -77,7 +78,7 @@ class Plan:
 
 
 def roles(isvc: InferenceService) -> list[Role]:
-    return list((isvc.get("spec") or {}).get("roles") or [])
+    return list(kube_objects.spec_of(isvc).get("roles") or [])
 
 
 def replicas(role: Role) -> int:
@@ -85,13 +86,9 @@ def replicas(role: Role) -> int:
     return 1 if value is None else int(value)
 
 
-def node_count(role: Role) -> int:
-    return int((role.get("multinode") or {}).get("nodeCount", 1))
-
-
 def gang_scheduled(isvc: InferenceService) -> bool:
     types = {role.get("componentType") for role in roles(isvc)}
-    multinode = any(node_count(role) >= 2 for role in roles(isvc) if role.get("componentType") != ROUTER)
+    multinode = any(kube_objects.node_count(role) >= 2 for role in roles(isvc) if role.get("componentType") != ROUTER)
     return multinode or {"prefiller", "decoder"} <= types
 
 
@@ -109,7 +106,7 @@ def plan(obj: Mapping[str, Any], behaviour: Behaviour) -> Plan:
     for role in roles(isvc):
         in_gang = gang and role.get("componentType") != ROUTER
         for replica in range(replicas(role)):
-            if node_count(role) >= 2 and behaviour.leader_service:
+            if kube_objects.node_count(role) >= 2 and behaviour.leader_service:
                 service = leader_service(isvc, lws_name(isvc["metadata"]["name"], role["name"], replica))
                 services[service["metadata"]["name"]] = service
             task = behaviour.task_key(role["name"], replica)
@@ -117,7 +114,7 @@ def plan(obj: Mapping[str, Any], behaviour: Behaviour) -> Plan:
                 pod["metadata"]["annotations"][TEMPLATE_HASH] = template_hash(pod)
                 pods[pod["metadata"]["name"]] = pod
             if in_gang:
-                tasks[(behaviour.pod_group_key or behaviour.task_key)(role["name"], replica)] = node_count(role)
+                tasks[(behaviour.pod_group_key or behaviour.task_key)(role["name"], replica)] = kube_objects.node_count(role)
     group = (
         pod_group(isvc, tasks, behaviour.pod_group_as_seed_example, behaviour.network_topology, behaviour.worker_topology)
         if gang
@@ -155,11 +152,11 @@ def template_hash(pod: Mapping[str, Any]) -> str:
 
 
 def _group_of(pod: Mapping[str, Any]) -> str:
-    return str((pod["metadata"].get("labels") or {}).get(LWS_NAME_LABEL, pod["metadata"]["name"]))
+    return str(kube_objects.labels_of(pod).get(LWS_NAME_LABEL, pod["metadata"]["name"]))
 
 
 def _role_of(pod: Mapping[str, Any]) -> str:
-    return str((pod["metadata"].get("labels") or {}).get(kn.IS_ROLE_LABEL, ""))
+    return str(kube_objects.labels_of(pod).get(kn.IS_ROLE_LABEL, ""))
 
 
 def _terminating(pod: Mapping[str, Any]) -> bool:
@@ -168,7 +165,7 @@ def _terminating(pod: Mapping[str, Any]) -> bool:
 
 def _stale(pod: Mapping[str, Any], desired: Mapping[str, Mapping[str, Any]]) -> bool:
     want = desired.get(pod["metadata"]["name"])
-    have = (pod["metadata"].get("annotations") or {}).get(TEMPLATE_HASH)
+    have = kube_objects.annotations_of(pod).get(TEMPLATE_HASH)
     return want is not None and have != want["metadata"]["annotations"][TEMPLATE_HASH]
 
 
@@ -219,7 +216,7 @@ def gang_roles(isvc: InferenceService) -> list[Role]:
 
 def min_member(isvc: InferenceService) -> int:
     """Pods of one replica of every gang role: the smallest service that can run."""
-    return sum(node_count(r) for r in gang_roles(isvc))
+    return sum(kube_objects.node_count(r) for r in gang_roles(isvc))
 
 
 def sub_group_policy(isvc: InferenceService, worker_topology: str = "workers") -> list[SubGroupPolicy]:
@@ -233,7 +230,7 @@ def sub_group_policy(isvc: InferenceService, worker_topology: str = "workers") -
     service = isvc["metadata"]["name"]
     out: list[SubGroupPolicy] = []
     for role in gang_roles(isvc):
-        name, size = str(role["name"]), node_count(role)
+        name, size = str(role["name"]), kube_objects.node_count(role)
         labels = {kn.IS_SERVICE_LABEL: service, kn.IS_ROLE_LABEL: name}
         topology = dict((role.get("multinode") or {}).get("workerNetworkTopology") or {})
         whole: SubGroupPolicy = {
@@ -288,7 +285,7 @@ def pod_group(
     }
     if as_seed_example:
         spec = {"minMember": sum(tasks.values()), "minTaskMember": dict(tasks)}
-    topology = ((isvc.get("spec") or {}).get("schedulingStrategy") or {}).get("networkTopology")
+    topology = kube_objects.scheduling_strategy(isvc).get("networkTopology")
     if topology and network_topology:
         spec["networkTopology"] = dict(topology)
     return {
@@ -310,7 +307,7 @@ def replica_pods(
     """The leader (and workers) of one replica, as the per-replica LWS would create them."""
     service = isvc["metadata"]["name"]
     lws = lws_name(service, role["name"], replica)
-    size = node_count(role)
+    size = kube_objects.node_count(role)
     pods = []
     for worker in range(size):
         name = behaviour.pod_name(lws, worker)
@@ -346,7 +343,7 @@ def _pod(
         LWS_WORKER_INDEX_LABEL: str(worker),
     }
     annotations = dict(tmeta.get("annotations") or {})
-    scheduler = ((isvc.get("spec") or {}).get("schedulingStrategy") or {}).get("schedulerName")
+    scheduler = kube_objects.scheduling_strategy(isvc).get("schedulerName")
     if task is not None:
         annotations[kn.GROUP_NAME_ANNOTATION] = meta["name"]
         annotations[kn.TASK_SPEC_ANNOTATION] = task
@@ -396,17 +393,17 @@ def _multinode_containers(containers: Sequence[Container], *, leader: bool, lws:
 
 
 def pod_ready(pod: Pod) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
+    conditions = kube_objects.status_of(pod).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def _failed(pod: Pod) -> bool:
-    return (pod.get("status") or {}).get("phase") == "Failed"
+    return kube_objects.status_of(pod).get("phase") == "Failed"
 
 
 def _unknown(pod: Pod) -> bool:
     """Kubernetes could not obtain the pod's state (its phase is Unknown, as when its node stops reporting)."""
-    return (pod.get("status") or {}).get("phase") == "Unknown"
+    return kube_objects.status_of(pod).get("phase") == "Unknown"
 
 
 def ready_replicas(members: Mapping[int, Sequence[Pod]], size: int, readiness: str = "all-pods") -> int:
@@ -424,7 +421,7 @@ def ready_replicas(members: Mapping[int, Sequence[Pod]], size: int, readiness: s
 
 
 def _worker_index(pod: Pod) -> int:
-    return int((pod.get("metadata") or {}).get("labels", {}).get(LWS_WORKER_INDEX_LABEL, "-1"))
+    return int(kube_objects.labels_of(pod).get(LWS_WORKER_INDEX_LABEL, "-1"))
 
 
 def role_status(isvc: InferenceService, role: Role, pods: Sequence[Pod], now: str, behaviour: Behaviour = REFERENCE) -> dict[str, Any]:
@@ -433,12 +430,12 @@ def role_status(isvc: InferenceService, role: Role, pods: Sequence[Pod], now: st
     Phase: Failed if a pod failed; Unknown if Kubernetes cannot say how a pod is (its phase is Unknown); Running when every
     replica is ready; Deploying once a pod is bound; Pending before.
     """
-    desired, size = replicas(role), node_count(role)
+    desired, size = replicas(role), kube_objects.node_count(role)
     wanted = {str(r) for r in range(desired)}  # NB: pods of replicas being removed do not count
     mine = [
         p
         for p in pods
-        if (p.get("metadata") or {}).get("labels", {}).get(kn.IS_ROLE_LABEL) == role["name"]
+        if kube_objects.labels_of(p).get(kn.IS_ROLE_LABEL) == role["name"]
         and p["metadata"]["labels"].get(kn.IS_REPLICA_LABEL) in wanted
     ]
     serving = [p for p in mine if not _terminating(p)]  # NB: a pod being replaced or removed serves no more
@@ -451,7 +448,7 @@ def role_status(isvc: InferenceService, role: Role, pods: Sequence[Pod], now: st
         phase = "Unknown"
     elif ready == desired:
         phase = "Running"
-    elif any((p.get("spec") or {}).get("nodeName") for p in mine):
+    elif any(kube_objects.spec_of(p).get("nodeName") for p in mine):
         phase = "Deploying"
     else:
         phase = "Pending"

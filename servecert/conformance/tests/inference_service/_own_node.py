@@ -11,10 +11,11 @@ from typing import Any
 from servecert.conformance.utils import kube as kc
 from servecert.conformance.utils import manifests
 from servecert.harness.cluster_env import ClusterEnvironment
+from servecert.protocol import kube_objects
 
 
 def total_pods(body: dict[str, Any]) -> int:
-    return sum(int(r.get("replicas", 1)) * manifests.node_count(r) for r in manifests.roles(body))
+    return sum(int(r.get("replicas", 1)) * kube_objects.node_count(r) for r in manifests.roles(body))
 
 
 async def deploy(env: ClusterEnvironment, story: str) -> dict[str, Any]:

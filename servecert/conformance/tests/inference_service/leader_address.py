@@ -28,6 +28,7 @@ from servecert.conformance.tests.inference_service import _own_node as own_node
 from servecert.conformance.utils import kube as kc
 from servecert.conformance.utils import manifests
 from servecert.harness.cluster_env import ClusterEnvironment
+from servecert.protocol import kube_objects
 
 ADDRESS_ENV = "LWS_LEADER_ADDRESS"
 DNS_SUFFIXES = (".svc.cluster.local", ".svc")
@@ -44,7 +45,7 @@ def workers(body: dict[str, Any]) -> list[Worker]:
     service = body["metadata"]["name"]
     out: list[Worker] = []
     for role in manifests.roles(body):
-        size = manifests.node_count(role)
+        size = kube_objects.node_count(role)
         for replica in range(int(role.get("replicas", 1)) if size >= 2 else 0):
             lws = f"{service}-{role['name']}-{replica}"
             out.extend(Worker(f"{lws}-0-{w}", f"{lws}-0") for w in range(1, size))
@@ -105,7 +106,7 @@ async def unresolved(env: ClusterEnvironment, expected: list[Worker]) -> list[st
         if address is None or address == "<valueFrom>":
             problems.append(f"{worker.pod}: no {ADDRESS_ENV} value in its spec")
             continue
-        ip = (leader.get("status") or {}).get("podIP")
+        ip = kube_objects.status_of(leader).get("podIP")
         found, why = await resolve(env, address)
         if found != {ip}:
             said = why or f"resolves to {sorted(found)}"

@@ -17,7 +17,7 @@ def expected_pods(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
     service = body["metadata"]["name"]
     out: dict[str, dict[str, Any]] = {}
     for role in manifests.roles(body):
-        nodes = int((role.get("multinode") or {}).get("nodeCount", 1))
+        nodes = kube_objects.node_count(role)
         for replica in range(int(role.get("replicas", 1))):
             lws = f"{service}-{role['name']}-{replica}"
             for worker in range(nodes):
@@ -38,7 +38,7 @@ async def check(ctx: TestContext) -> None:
         return found if len(found) >= len(wanted) else []
 
     found = await kc.wait_for(all_there, ctx.timeouts.operator_reconcile_s, f"{len(wanted)} pods of {service}")
-    generation = int(((await kc.get(env, kc.ISVC, service)) or {}).get("metadata", {}).get("generation", 0))
+    generation = kube_objects.generation_of(await kc.get(env, kc.ISVC, service))
     kc.pods_must_have_names(found, set(wanted), f"{ctx.case.id} pods")
     for pod in found:
         want = wanted[pod["metadata"]["name"]]

@@ -19,11 +19,12 @@ from servecert import features
 from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from servecert.conformance.utils import kube as kc
 from servecert.conformance.utils import manifests
+from servecert.protocol import kube_objects
 
 
 def expected_tasks(body: dict[str, Any]) -> dict[str, int]:
     return {
-        f"{role['name']}-{replica}": int((role.get("multinode") or {}).get("nodeCount", 1))
+        f"{role['name']}-{replica}": kube_objects.node_count(role)
         for role in manifests.roles(body)
         if role["componentType"] != "router"
         for replica in range(int(role.get("replicas", 1)))

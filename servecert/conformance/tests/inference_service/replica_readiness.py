@@ -33,6 +33,7 @@ from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef
 from servecert.conformance.tests.inference_service import _own_node as own_node
 from servecert.conformance.utils import kube as kc
 from servecert.conformance.utils import manifests
+from servecert.protocol import kube_objects
 
 UNREADY = ((0, 1), (1, 3))
 """(replica, worker) made unready in step 1: a worker in each of two replicas, never a leader (worker 0)."""
@@ -68,14 +69,14 @@ def pod_name(service: str, role: str, replica: int, worker: int) -> str:
 def degraded_role(body: dict[str, Any]) -> dict[str, Any]:
     """The first role of two or more replicas of four pods or more: where every step above tells the shortcuts apart."""
     for role in manifests.roles(body):
-        if int(role.get("replicas", 1)) >= 2 and manifests.node_count(role) >= 4:
+        if int(role.get("replicas", 1)) >= 2 and kube_objects.node_count(role) >= 4:
             return role
     raise ValueError(f"{body['metadata']['name']} has no role of two replicas of four pods or more")
 
 
 def full(role: dict[str, Any]) -> Expected:
     replicas = int(role.get("replicas", 1))
-    return Expected(replicas, replicas * manifests.node_count(role), "Running")
+    return Expected(replicas, replicas * kube_objects.node_count(role), "Running")
 
 
 READY_RULE = "seed 004: a replica is ready only when all its nodes are ready"
@@ -90,13 +91,13 @@ async def components_must_reach(ctx: TestContext, service: str, expected: Mappin
     async def reached() -> bool:
         nonlocal last
         found = await kc.get(env, kc.ISVC, service)
-        last = ((found or {}).get("status") or {}).get("components") or {}
+        last = kube_objects.components(found)
         return all(name in last and e.holds(last[name]) for name, e in expected.items())
 
     try:
         await kc.wait_for(reached, ctx.timeouts.operator_reconcile_s, what)
     except AssertionError:
-        said = {name: {k: (last.get(name) or {}).get(k) for k in ("readyReplicas", "readyPods", "phase")} for name in expected}
+        said = {name: {k: last.get(name, {}).get(k) for k in ("readyReplicas", "readyPods", "phase")} for name in expected}
         wanted = {name: e.text() for name, e in expected.items()}
         raise AssertionError(
             f"{ctx.case.id}: {what}: within {ctx.timeouts.operator_reconcile_s:g}s status.components of {service} did not say "
@@ -109,7 +110,7 @@ async def check(ctx: TestContext) -> None:
     body = await own_node.deploy(env, ctx.case.id)
     service = body["metadata"]["name"]
     role = degraded_role(body)
-    name, replicas, size = role["name"], int(role.get("replicas", 1)), manifests.node_count(role)
+    name, replicas, size = role["name"], int(role.get("replicas", 1)), kube_objects.node_count(role)
     others = {r["name"]: full(r) for r in manifests.roles(body) if r["name"] != name}
     every = {name: full(role), **others}
     await kc.wait_for(lambda: own_node.every_pod_ready(env, body), t.pods_ready_s, f"{ctx.case.id}: every pod of {service} Ready")

@@ -83,8 +83,8 @@ async def check(ctx: TestContext) -> None:
         done = len(pods) == total and all(kc.pod_ready(p) and template_of(p) == template for p in pods)
         if generation is not None:
             found = await kc.get(env, kc.ISVC, service)
-            labels_ok = all((p["metadata"].get("labels") or {}).get(kn.IS_REVISION_LABEL) == str(generation) for p in pods)
-            observed = ((found or {}).get("status") or {}).get("observedGeneration") == generation
+            labels_ok = all(kube_objects.labels_of(p).get(kn.IS_REVISION_LABEL) == str(generation) for p in pods)
+            observed = kube_objects.status_of(found).get("observedGeneration") == generation
             done = done and labels_ok and observed
         return pods if done else None
 
@@ -93,7 +93,7 @@ async def check(ctx: TestContext) -> None:
     try:
         await kc.patch(env, kc.ISVC, service, {"spec": {"roles": changed_roles(body)}})
         found = await kc.get(env, kc.ISVC, service)
-        generation = int(((found or {}).get("metadata") or {}).get("generation", 0))
+        generation = kube_objects.generation_of(found)
         what = f"{ctx.case.id}: after a change to every role's template (generation {generation})"
         try:
             await kc.wait_for(lambda: serving(NEW, generation), t.inference_service_update_s, what)
@@ -102,14 +102,14 @@ async def check(ctx: TestContext) -> None:
             found = await kc.get(env, kc.ISVC, service)
             seen = sorted(
                 f"{p['metadata']['name']}: template {template_of(p) or 'old'}, revision "
-                f"{(p['metadata'].get('labels') or {}).get(kn.IS_REVISION_LABEL)}, ready {kc.pod_ready(p)}"
+                f"{kube_objects.labels_of(p).get(kn.IS_REVISION_LABEL)}, ready {kc.pod_ready(p)}"
                 + (", terminating" if p["metadata"].get("deletionTimestamp") else "")
                 for p in pods
             )
             raise AssertionError(
                 f"{what}: within {t.inference_service_update_s:g}s not every pod ran the new template, Ready, labelled revision "
                 f"{generation} with status.observedGeneration {generation}; observedGeneration "
-                f"{((found or {}).get('status') or {}).get('observedGeneration')}; pods: {seen}"
+                f"{kube_objects.status_of(found).get('observedGeneration')}; pods: {seen}"
             ) from None
     finally:
         history.stop()

@@ -14,7 +14,7 @@ from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef
 from servecert.conformance.utils import kube as kc
 from servecert.conformance.utils import manifests
 from servecert.protocol import kube_names as kn
-from servecert.protocol import waiting
+from servecert.protocol import kube_objects, waiting
 
 
 async def check(ctx: TestContext) -> None:
@@ -32,7 +32,7 @@ async def check(ctx: TestContext) -> None:
 
     async def reported() -> dict[str, Any] | None:
         found = await kc.get(env, kc.ISVC, service)
-        components = ((found or {}).get("status") or {}).get("components") or {}
+        components = kube_objects.components(found)
         return components if set(components) == set(roles) else None
 
     await kc.wait_for(reported, ctx.timeouts.operator_reconcile_s, f"status.components of {service} for every role")
@@ -45,7 +45,7 @@ async def check(ctx: TestContext) -> None:
 
     async def running() -> dict[str, Any] | None:
         found = await kc.get(env, kc.ISVC, service)
-        components = ((found or {}).get("status") or {}).get("components") or {}
+        components = kube_objects.components(found)
         if components:
             seen.append(components)
         done = set(components) == set(roles) and all(c.get("phase") == "Running" for c in components.values())
@@ -54,7 +54,7 @@ async def check(ctx: TestContext) -> None:
     components = await kc.wait_for(running, ctx.timeouts.pods_ready_s, f"every role of {service} Running in status.components")
     pods = await kc.pods(env, f"{kn.IS_SERVICE_LABEL}={service}")
     for name, role in roles.items():
-        nodes = int((role.get("multinode") or {}).get("nodeCount", 1))
+        nodes = kube_objects.node_count(role)
         replicas = int(role.get("replicas", 1))
         ready = sum(1 for p in pods if p["metadata"]["labels"].get(kn.IS_ROLE_LABEL) == name and kc.pod_ready(p))
         expected = {
