@@ -43,6 +43,14 @@ async def check(ctx: TestContext) -> None:
             labelled, ctx.timeouts.operator_reconcile_s, "4 worker pods bound and labelled with every topology level"
         )
 
+        async def started() -> bool:  # NB: the pod runner publishes a pod's IP when it starts it
+            return all(kube_objects.status_of(p).get("podIP") for p in await kc.pods(env, selector))
+
+        # NB: projecting the labels into the engines' files is the kubelet's part (here the suite's pod runner), and a
+        # loaded machine delays it: the pod runner once started these pods 30 s after the operator had labelled them
+        # (make test of 59534ad). Pod start-up is paced by pods_ready_s, never by the operator's bound.
+        await kc.wait_for(started, ctx.timeouts.pods_ready_s, "the kubelet (the suite's pod runner) to start the 4 worker pods")
+
         async def files_written() -> bool:
             return all(kc.runner_files(env, p, kn.TOPOLOGY_VOLUME) == kc.topology_labels(p) for p in await kc.pods(env, selector))
 
