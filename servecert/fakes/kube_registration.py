@@ -228,7 +228,8 @@ class Registration:
             )
         if exc.status in (401, 403):
             identity = f"the identity in {KUBECONFIG}={self.pod.kubeconfig}"
-            return False, f"{answer}: check that {identity} may write {resource} in {self.pod.namespace}"
+            said = f" (the API server said: {str(exc.body)[:300]})" if exc.body else ""
+            return False, f"{answer}{said}: check that {identity} may write {resource} in {self.pod.namespace}"
         if exc.status in RETRYABLE:
             return True, answer
         return False, f"{answer}: the API server refused the object: {str(exc.body)[:300]}"
