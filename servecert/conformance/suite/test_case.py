@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from servecert.adapters.contract import Deployment, DeploymentSpec, Implementation
     from servecert.conformance.suite.timeouts import Timeouts
     from servecert.harness.environment import Cleanup, SuiteEnvironment
-    from servecert.harness.process_env import ProcessEnvironment
 
 ENVIRONMENTS = frozenset({"process", "cluster"})
 SHORT_NAME = re.compile(r"[A-Z][A-Za-z0-9]*")
@@ -158,15 +157,6 @@ class TestContext:
     @property
     def name(self) -> str:
         return self.test.case_name(self.case)
-
-    @property
-    def process_env(self) -> ProcessEnvironment:
-        """The environment as a ``ProcessEnvironment`` (ground truth of every engine); fails elsewhere."""
-        from servecert.harness.process_env import ProcessEnvironment
-
-        if not isinstance(self.env, ProcessEnvironment):
-            raise TypeError(f"{self.name} needs the process environment, runs in {self.env.name!r}")
-        return self.env
 
     def add_cleanup(self, cleanup: Cleanup) -> None:
         """Run ``cleanup()`` after the check, in reverse order of registration, each bounded by cleanup_s."""

@@ -143,7 +143,7 @@ async def test_the_context_carries_the_case_parameters() -> None:
     async def check(ctx: TestContext) -> None:
         seen.append(ctx.params["n"])
         seen.append(ctx.name)
-        seen.append(ctx.process_env.name)
+        seen.append(ctx.env.name)
 
     test = suite_helpers.declare(check=check, cases=suite_helpers.two_cases())
     for case in test.cases:
