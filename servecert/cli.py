@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 Runner = Callable[[argparse.Namespace], int]
 
@@ -155,7 +156,10 @@ POD_PROGRAMS = frozenset({("engine", "serve"), ("frontend", "serve"), ("proxy", 
 """The commands the pods run: ``main`` builds only their parser for them (``pod_program_parser``)."""
 
 
-def _root_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction[argparse.ArgumentParser]]:
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def _root_parser() -> tuple[argparse.ArgumentParser, Commands]:
     parser = argparse.ArgumentParser(
         prog="servecert",
         description="Conformance suite and test harness for Kubernetes LLM-serving control planes.",
@@ -174,14 +178,16 @@ def pod_program_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_pod_programs(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse._SubParsersAction[argparse.ArgumentParser]:
-    """Adds the pods' programs; returns the ``planner`` command's subcommands (``planner demo`` joins them)."""
+def _add_pod_programs(commands: Commands) -> None:
+    """The pods' programs: the fake engine (and its model folder), the reference frontend, the proxy, the planner."""
+    _add_engine(commands)
+    _add_frontend(commands)
+    _add_proxy(commands)
+    _add_planner(commands, demo=False)
+
+
+def _add_engine(commands: Commands) -> None:
     from servecert.fakes import serve
-    from servecert.reference_impl.frontend import serve as frontend_serve
-    from servecert.reference_impl.planner import serve as planner_serve
-    from servecert.reference_impl.traffic_split import haproxy
 
     engine = commands.add_parser("engine", help="fake GPU engines").add_subparsers(dest="action", required=True)
     serve_p = engine.add_parser("serve", help="start fake engines in the foreground and print their addresses")
@@ -194,24 +200,43 @@ def _add_pod_programs(
     folder_p.add_argument("--context-length", type=int, default=8192, help="max_position_embeddings and model_max_length")
     folder_p.set_defaults(run=_engine_model_folder)
 
+
+def _add_frontend(commands: Commands) -> None:
+    from servecert.reference_impl.frontend import serve as frontend_serve
+
     frontend = commands.add_parser("frontend", help="the reference frontend").add_subparsers(dest="action", required=True)
     frontend_p = frontend.add_parser("serve", help="run the reference frontend with file discovery")
     frontend_serve.add_arguments(frontend_p)
     frontend_p.set_defaults(run=_frontend_serve)
+
+
+def _add_proxy(commands: Commands) -> None:
+    from servecert.reference_impl.traffic_split import haproxy
 
     proxy = commands.add_parser("proxy", help="the DGD's weighted traffic proxy (HAProxy)").add_subparsers(dest="action", required=True)
     proxy_p = proxy.add_parser("serve", help="run HAProxy with empty frontend slots and its runtime API (seed 001 4.3.3)")
     haproxy.add_arguments(proxy_p)
     proxy_p.set_defaults(run=_proxy_serve)
 
+
+def _add_planner(commands: Commands, demo: bool = True) -> None:
+    """``planner serve`` (a pod's program) and, unless for a pod, ``planner demo`` (which imports the benchmarks)."""
+    from servecert.reference_impl.planner import serve as planner_serve
+
     planner = commands.add_parser("planner", help="the reference planner").add_subparsers(dest="action", required=True)
     planner_p = planner.add_parser("serve", help="run the reference planner as a DGD component (Kubernetes connector, seed 003)")
     planner_serve.add_arguments(planner_p)
     planner_p.set_defaults(run=_planner_serve)
-    return planner
+    if not demo:
+        return
+    from servecert.benchmarks import planner_demo
+
+    demo_p = planner.add_parser("demo", help="reference frontend + planner + fake engines scaled by the suite's harness; optional load")
+    planner_demo.add_arguments(demo_p)
+    demo_p.set_defaults(run=_planner_demo)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_bench(commands: Commands) -> None:
     from servecert.benchmarks import (
         clients_bench,
         cluster_bench,
@@ -220,13 +245,10 @@ def build_parser() -> argparse.ArgumentParser:
         gang_bench,
         pd_routers_bench,
         planner_bench,
+        planner_calibrate,
         rollout_bench,
         router_bench,
     )
-    from servecert.conformance import certify
-
-    parser, commands = _root_parser()
-    planner = _add_pod_programs(commands)
 
     bench = commands.add_parser("bench", help="benchmarks (figures, never pass/fail)").add_subparsers(dest="action", required=True)
     bench_engine = bench.add_parser("engine", help="SSE throughput of one engine and RSS of many idle engines")
@@ -265,14 +287,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     planner_bench.add_arguments(bench_planner)
     bench_planner.set_defaults(run=_bench_planner)
+    calibrate = bench.add_parser("planner-calibrate", help="SLA capacity of the PLANNER-SCALING scenario engines")
+    planner_calibrate.add_arguments(calibrate)
+    calibrate.set_defaults(run=_bench_planner_calibrate)
 
+
+def _add_cluster(commands: Commands) -> None:
     from servecert.harness.cluster import commands as cluster_commands
 
     cluster = commands.add_parser("cluster", help="the embedded Kubernetes cluster").add_subparsers(dest="action", required=True)
     cluster_commands.add_commands(cluster)
 
-    _add_load_and_planner(commands, bench, planner)
 
+def _add_load(commands: Commands) -> None:
+    from servecert.load import runner
+
+    load = commands.add_parser("load", help="locust load profiles").add_subparsers(dest="action", required=True)
+    load_run = load.add_parser("run", help="run a load profile with locust (headless subprocess) and write CSV, JSON and HTML reports")
+    runner.add_arguments(load_run)
+    load_run.set_defaults(run=_load_run)
+
+
+def _add_operator(commands: Commands) -> None:
     from servecert.reference_impl.operator import run as operator_run
 
     operator = commands.add_parser("operator", help="the reference operator").add_subparsers(dest="action", required=True)
@@ -280,6 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     operator_run.add_arguments(operator_p)
     operator_p.set_defaults(run=_operator_run)
 
+
+def _add_setup(commands: Commands) -> None:
     from servecert.harness import prerequisites
 
     setup_p = commands.add_parser(
@@ -288,35 +326,50 @@ def build_parser() -> argparse.ArgumentParser:
     prerequisites.add_arguments(setup_p)
     setup_p.set_defaults(run=_setup)
 
+
+def _add_certify(commands: Commands) -> None:
+    from servecert.conformance import certify
+
     certify_p = commands.add_parser("certify", help="run conformance profiles against an implementation and write the report")
     certify.add_arguments(certify_p)
     certify_p.set_defaults(run=_certify)
+
+
+COMMANDS: dict[str, Callable[[Commands], None]] = {
+    "engine": _add_engine,
+    "frontend": _add_frontend,
+    "proxy": _add_proxy,
+    "planner": _add_planner,
+    "bench": _add_bench,
+    "cluster": _add_cluster,
+    "load": _add_load,
+    "operator": _add_operator,
+    "setup": _add_setup,
+    "certify": _add_certify,
+}
+"""Each top-level command and what adds it, in the order ``servecert --help`` lists them."""
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with ``only`` the parser of that one top-level command.
+
+    Why one command alone: the whole parser imports every command's module (kopf, the suite, the
+    benchmarks) for its options, 2.6 s of CPU; make test starts a certify run or an operator
+    (``servecert operator run``) a few hundred times, each of which needs its own options only.
+    """
+    parser, commands = _root_parser()
+    for name, add in COMMANDS.items():
+        if only is None or name == only:
+            add(commands)
     return parser
-
-
-def _add_load_and_planner(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    bench: argparse._SubParsersAction[argparse.ArgumentParser],
-    planner: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> None:
-    from servecert.benchmarks import planner_calibrate, planner_demo
-    from servecert.load import runner
-
-    load = commands.add_parser("load", help="locust load profiles").add_subparsers(dest="action", required=True)
-    load_run = load.add_parser("run", help="run a load profile with locust (headless subprocess) and write CSV, JSON and HTML reports")
-    runner.add_arguments(load_run)
-    load_run.set_defaults(run=_load_run)
-    demo = planner.add_parser("demo", help="reference frontend + planner + fake engines scaled by the suite's harness; optional load")
-    planner_demo.add_arguments(demo)
-    demo.set_defaults(run=_planner_demo)
-    calibrate = bench.add_parser("planner-calibrate", help="SLA capacity of the PLANNER-SCALING scenario engines")
-    planner_calibrate.add_arguments(calibrate)
-    calibrate.set_defaults(run=_bench_planner_calibrate)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
-    parser = pod_program_parser() if tuple(given[:2]) in POD_PROGRAMS else build_parser()
+    if tuple(given[:2]) in POD_PROGRAMS:
+        parser = pod_program_parser()
+    else:
+        parser = build_parser(only=given[0] if given and given[0] in COMMANDS else None)
     args = parser.parse_args(given)
     run: Runner = args.run
     try:
