@@ -23,8 +23,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.rest import ApiException
+
+from servecert.protocol import kube_raw
 
 WATCH_TIMEOUT_S = 30
 """Server-side timeout of one watch call; then the watch is simply re-opened."""
@@ -65,7 +67,7 @@ class ListWatcher:
         return str(data["metadata"]["resourceVersion"])
 
     def _watch(self, resource_version: str) -> str:
-        stream = watch.Watch()
+        stream = kube_raw.RawWatch()  # NB: the events' raw JSON only; no client model of each object
         try:
             for event in stream.stream(
                 self._list_call,

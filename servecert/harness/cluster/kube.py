@@ -15,19 +15,18 @@ bulk node creation, node readiness) still send their requests unbounded, as they
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client, config, watch
+from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from servecert.harness.cluster import hypernodes
 from servecert.protocol import kube_names as kn
-from servecert.protocol import kube_objects, waiting
+from servecert.protocol import kube_objects, kube_raw, waiting
 
 POLL_S = 0.2
 BULK_WORKERS = 16
@@ -192,23 +191,9 @@ def _custom(api: Any) -> Any:
     return client.CustomObjectsApi(api)
 
 
-def _raw(response: Any) -> Any:
-    """The API server's own JSON of a ``_preload_content=False`` answer (the client raised on an error status).
-
-    Why not the client's models: it builds a pydantic model of every object and the suite turned
-    each back into a dict; in a rollout's certify run that was a quarter of the suite's CPU, with
-    the pod watch and the pollers reading every pod version.
-    """
-    return json.loads(response.data)
-
-
-def _items(response: Any) -> list[Any]:
-    return list(_raw(response).get("items") or [])
-
-
 def list_pods(api: Any, namespace: str, selector: str = "") -> list[kube_objects.Pod]:
     found = _core(api).list_namespaced_pod(namespace, label_selector=selector, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
-    return _items(found)
+    return kube_raw.items_of(found)
 
 
 def read_pod(api: Any, namespace: str, name: str) -> kube_objects.Pod | None:
@@ -219,7 +204,7 @@ def read_pod(api: Any, namespace: str, name: str) -> kube_objects.Pod | None:
         if exc.status == 404:  # NB: "not there" is an answer, None; anything else is raised
             return None
         raise
-    found: kube_objects.Pod = _raw(raw)
+    found: kube_objects.Pod = kube_raw.from_response(raw)
     return found
 
 
@@ -247,13 +232,13 @@ def read_service(api: Any, namespace: str, name: str) -> dict[str, Any] | None:
         if exc.status == 404:
             return None
         raise
-    return dict(_raw(found))
+    return dict(kube_raw.from_response(found))
 
 
 def list_services(api: Any, namespace: str) -> list[dict[str, Any]]:
     """Every Service of ``namespace``, as the API server's JSON."""
     found = _core(api).list_namespaced_service(namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
-    return [dict(item) for item in _items(found)]
+    return [dict(item) for item in kube_raw.items_of(found)]
 
 
 def list_endpoint_slices(api: Any, namespace: str, service: str) -> list[dict[str, Any]]:
@@ -261,7 +246,7 @@ def list_endpoint_slices(api: Any, namespace: str, service: str) -> list[dict[st
     found = client.DiscoveryV1Api(api).list_namespaced_endpoint_slice(
         namespace, label_selector=f"kubernetes.io/service-name={service}", _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S
     )
-    return [dict(item) for item in _items(found)]
+    return [dict(item) for item in kube_raw.items_of(found)]
 
 
 def create_pod(api: Any, namespace: str, body: Mapping[str, Any]) -> None:
@@ -280,20 +265,9 @@ def delete_pod(api: Any, namespace: str, name: str, *, grace_period_seconds: int
 
 def list_pods_at(api: Any, namespace: str) -> tuple[list[kube_objects.Pod], str]:
     """Every pod of ``namespace`` and the list's resourceVersion, to watch from (bounded as a watch is)."""
-    listed = _raw(_core(api).list_namespaced_pod(namespace, _preload_content=False, _request_timeout=WATCH_REQUEST_TIMEOUT_S))
+    answer = _core(api).list_namespaced_pod(namespace, _preload_content=False, _request_timeout=WATCH_REQUEST_TIMEOUT_S)
+    listed = kube_raw.from_response(answer)
     return list(listed.get("items") or []), (listed.get("metadata") or {}).get("resourceVersion") or ""
-
-
-class _RawWatch(watch.Watch):  # type: ignore[misc]
-    """A watch whose events carry the server's JSON as it came: no client model is built (see ``_raw``).
-
-    NB: not the stream's ``deserialize=False``: with it, the client (37.0.2) reads an ERROR event's
-    ``raw_object``, which only its own decoding sets, so an expired resourceVersion raised KeyError
-    instead of the ``ApiException`` 410 the caller lists again on.
-    """
-
-    def get_return_type(self, func: Any) -> None:
-        return None
 
 
 def watch_pods(api: Any, namespace: str, resource_version: str) -> Generator[tuple[str, kube_objects.Pod], None, None]:
@@ -301,7 +275,7 @@ def watch_pods(api: Any, namespace: str, resource_version: str) -> Generator[tup
 
     An expired resourceVersion is raised as ``ApiException`` (status 410): the caller lists again.
     """
-    w = _RawWatch()
+    w = kube_raw.RawWatch()
     try:
         for event in w.stream(
             _core(api).list_namespaced_pod,
@@ -316,11 +290,13 @@ def watch_pods(api: Any, namespace: str, resource_version: str) -> Generator[tup
 
 
 def list_nodes(api: Any, selector: str = "") -> list[kube_objects.Node]:
-    return _items(_core(api).list_node(label_selector=selector, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S))
+    return kube_raw.items_of(_core(api).list_node(label_selector=selector, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S))
 
 
 def read_node(api: Any, name: str) -> kube_objects.Node:
-    found: kube_objects.Node = _raw(_core(api).read_node(name, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S))
+    found: kube_objects.Node = kube_raw.from_response(
+        _core(api).read_node(name, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+    )
     return found
 
 
@@ -341,7 +317,7 @@ def delete_namespace(api: Any, name: str, *, grace_period_seconds: int | None = 
 
 
 def list_events(api: Any, namespace: str) -> list[kube_objects.Event]:
-    return _items(_core(api).list_namespaced_event(namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S))
+    return kube_raw.items_of(_core(api).list_namespaced_event(namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S))
 
 
 # -- custom objects: namespaced, then cluster-scoped ------------------------------------------------

@@ -20,6 +20,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from servecert.protocol import kube_names as kn
+from servecert.protocol import kube_objects, kube_raw
 from servecert.protocol.kube_objects import (
     ClusterTopology,
     DGDStatus,
@@ -30,6 +31,7 @@ from servecert.protocol.kube_objects import (
     Pod,
     PodGroup,
     RolloutStatus,
+    as_pod,
 )
 from servecert.reference_impl.operator import (
     dgd_pods,
@@ -107,12 +109,8 @@ class Reconciler:
 
     # -- pods ------------------------------------------------------------------------------
     def _owned_pods(self, namespace: str, selector: str, owner_uid: str) -> list[Pod]:
-        pods = self.core.list_namespaced_pod(namespace, label_selector=selector, _request_timeout=TIMEOUT_S)
-        out: list[Pod] = []
-        for pod in pods.items:
-            if any(ref.uid == owner_uid for ref in pod.metadata.owner_references or []):
-                out.append(self.api.sanitize_for_serialization(pod))
-        return out
+        found = self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False, _request_timeout=TIMEOUT_S)
+        return [as_pod(p) for p in kube_raw.items_of(found) if _owned_by(p, owner_uid)]
 
     def _sync_pods(self, namespace: str, desired: Mapping[str, dict[str, Any]], existing: list[Pod]) -> None:
         have = {p["metadata"]["name"] for p in existing}
@@ -127,8 +125,8 @@ class Reconciler:
 
     def _sync_services(self, namespace: str, selector: str, owner_uid: str, desired: Mapping[str, dict[str, Any]]) -> None:
         """Create the desired Services the owner lacks; delete the ones it owns that are no longer desired."""
-        found = self.core.list_namespaced_service(namespace, label_selector=selector, _request_timeout=TIMEOUT_S)
-        owned = {s.metadata.name for s in found.items if any(ref.uid == owner_uid for ref in s.metadata.owner_references or [])}
+        found = self.core.list_namespaced_service(namespace, label_selector=selector, _preload_content=False, _request_timeout=TIMEOUT_S)
+        owned = {s["metadata"]["name"] for s in kube_raw.items_of(found) if _owned_by(s, owner_uid)}
         for name, manifest in desired.items():
             if name not in owned:
                 log.info("creating Service %s/%s", namespace, name)
@@ -139,19 +137,20 @@ class Reconciler:
 
     def _create_pod(self, namespace: str, pod: dict[str, Any]) -> None:
         try:
-            made = self.core.create_namespaced_pod(namespace, pod, _request_timeout=TIMEOUT_S)
+            self.core.create_namespaced_pod(namespace, pod, _preload_content=False, _request_timeout=TIMEOUT_S)
         except ApiException as exc:
             if exc.status == 403 and "being terminated" in str(exc.body):
                 return  # NB: the namespace is going; its DGD will be gone in a moment, nothing to create
             if exc.status != 409:
                 raise
             return
-        log.info("created pod %s/%s", namespace, made.metadata.name)
+        log.info("created pod %s/%s", namespace, pod["metadata"]["name"])
 
     @staticmethod
     def _ignore(status: int, call: Any, *args: Any, **kwargs: Any) -> None:
+        """``call`` (a write whose answer no one reads, so not parsed into the client's models), an error ``status`` ignored."""
         try:
-            call(*args, _request_timeout=TIMEOUT_S, **kwargs)
+            call(*args, _preload_content=False, _request_timeout=TIMEOUT_S, **kwargs)
         except ApiException as exc:
             if exc.status != status:
                 raise
@@ -213,12 +212,13 @@ class Reconciler:
         """``http://<ClusterIP>:<port>`` of the DGD's proxy Service, once it has its ClusterIP."""
         try:
             name, ns = dgd_pods.proxy_service_name(dgd), dgd["metadata"]["namespace"]
-            found = self.core.read_namespaced_service(name, ns, _request_timeout=TIMEOUT_S)
+            answer = self.core.read_namespaced_service(name, ns, _preload_content=False, _request_timeout=TIMEOUT_S)
+            found = kube_raw.from_response(answer)
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
-        ip = found.spec.cluster_ip
+        ip = kube_objects.spec_of(found).get("clusterIP")
         return f"http://{ip}:{dgd_pods.PROXY_PORT}" if ip and ip != "None" else None
 
     def _sync_proxy(self, dgd: DynamoGraphDeployment, proxies: list[Pod], plan: dgd_rollout.Plan) -> str:
@@ -377,17 +377,20 @@ class Reconciler:
         if bound and self.behaviour.label_node is bound_node:
             chosen = bound  # NB: the reference needs no node list; only the broken variants choose among nodes
         else:
-            nodes = sorted(n.metadata.name for n in self.core.list_node(_request_timeout=TIMEOUT_S).items)
+            listed = self.core.list_node(_preload_content=False, _request_timeout=TIMEOUT_S)
+            nodes = sorted(n["metadata"]["name"] for n in kube_raw.items_of(listed))
             chosen = self.behaviour.label_node(bound, nodes) or nodes[0]
-        node = self.core.read_node(chosen, _request_timeout=TIMEOUT_S)
-        domains = topology_injection.domains_of_node(topology_injection.levels_of(found), node.metadata.labels or {})
+        node = kube_raw.from_response(self.core.read_node(chosen, _preload_content=False, _request_timeout=TIMEOUT_S))
+        domains = topology_injection.domains_of_node(topology_injection.levels_of(found), kube_objects.labels_of(node))
         patch = topology_injection.missing_labels(pod["metadata"].get("labels") or {}, domains)
         if patch:
-            log.info(
-                "labelling pod %s/%s with %s (node %s)", pod["metadata"]["namespace"], pod["metadata"]["name"], patch, node.metadata.name
-            )
+            log.info("labelling pod %s/%s with %s (node %s)", pod["metadata"]["namespace"], pod["metadata"]["name"], patch, chosen)
             self.core.patch_namespaced_pod(
-                pod["metadata"]["name"], pod["metadata"]["namespace"], {"metadata": {"labels": patch}}, _request_timeout=TIMEOUT_S
+                pod["metadata"]["name"],
+                pod["metadata"]["namespace"],
+                {"metadata": {"labels": patch}},
+                _preload_content=False,
+                _request_timeout=TIMEOUT_S,
             )
 
     # -- status ----------------------------------------------------------------------------
@@ -402,6 +405,10 @@ class Reconciler:
             meta["name"],
             {"status": status},
         )
+
+
+def _owned_by(obj: Mapping[str, Any], owner_uid: str) -> bool:
+    return any(ref.get("uid") == owner_uid for ref in obj["metadata"].get("ownerReferences") or [])
 
 
 def _pod_ip(pod: Pod | None) -> str | None:

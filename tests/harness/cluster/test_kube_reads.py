@@ -1,8 +1,9 @@
 """The facade's pod reads give the API server's own JSON, and an expired watch says so as a 410.
 
-The reads skip the client's models (``kube._raw``, ``kube._RawWatch``): what the suite's verdicts
-read, managedFields times among them (the rollout timeline is timed by them), must be the server's
-form, and the pod watch's caller relists only on an ``ApiException`` 410.
+The reads skip the client's models (``kube_raw.from_response``, ``kube_raw.RawWatch``, which the
+operator and the fakes share): what the suite's verdicts read, managedFields times among them (the
+rollout timeline is timed by them), must be the server's form, and the pod watch's caller relists
+only on an ``ApiException`` 410.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from servecert.harness.cluster import kube
-from servecert.protocol import kube_objects, waiting
+from servecert.protocol import kube_objects, kube_raw, waiting
 from tests.harness.cluster import checks
 
 
@@ -65,5 +66,5 @@ def list_namespaced_pod(namespace: str, watch: bool = False, **_: Any) -> _GoneR
 def test_an_expired_resource_version_is_raised_as_410_for_the_caller_to_list_again() -> None:
     """The client's own ``deserialize=False`` raised KeyError('raw_object') here, which the pod history only retried."""
     with pytest.raises(ApiException) as raised:
-        list(kube._RawWatch().stream(list_namespaced_pod, "ns", resource_version="1", timeout_seconds=5))
+        list(kube_raw.RawWatch().stream(list_namespaced_pod, "ns", resource_version="1", timeout_seconds=5))
     assert raised.value.status == 410, raised.value
