@@ -39,3 +39,13 @@ class RawWatch(watch.Watch):  # type: ignore[misc]
 
     def get_return_type(self, func: Any) -> None:
         return None
+
+
+def release(response: Any) -> None:
+    """Reads and drops the body of an answer read with ``_preload_content=False`` that no one needs.
+
+    Why: urllib3 returns a connection to the client's pool only once its body was read; unread, the
+    connection is dropped when the answer is collected and the next call opens a new TLS one.
+    """
+    response.drain_conn()
+    response.release_conn()

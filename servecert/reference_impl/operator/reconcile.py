@@ -136,20 +136,22 @@ class Reconciler:
 
     def _create_pod(self, namespace: str, pod: dict[str, Any]) -> None:
         try:
-            self.core.create_namespaced_pod(namespace, pod, _preload_content=False, _request_timeout=TIMEOUT_S)
+            made = kube_raw.from_response(
+                self.core.create_namespaced_pod(namespace, pod, _preload_content=False, _request_timeout=TIMEOUT_S)
+            )
         except ApiException as exc:
             if exc.status == 403 and "being terminated" in str(exc.body):
                 return  # NB: the namespace is going; its DGD will be gone in a moment, nothing to create
             if exc.status != 409:
                 raise
             return
-        log.info("created pod %s/%s", namespace, pod["metadata"]["name"])
+        log.info("created pod %s/%s", namespace, made["metadata"]["name"])  # NB: a proxy pod's name is generated
 
     @staticmethod
     def _ignore(status: int, call: Any, *args: Any, **kwargs: Any) -> None:
         """``call`` (a write whose answer no one reads, so not parsed into the client's models), an error ``status`` ignored."""
         try:
-            call(*args, _preload_content=False, _request_timeout=TIMEOUT_S, **kwargs)
+            kube_raw.release(call(*args, _preload_content=False, _request_timeout=TIMEOUT_S, **kwargs))
         except ApiException as exc:
             if exc.status != status:
                 raise
@@ -384,13 +386,14 @@ class Reconciler:
         patch = topology_injection.missing_labels(pod["metadata"].get("labels") or {}, domains)
         if patch:
             log.info("labelling pod %s/%s with %s (node %s)", pod["metadata"]["namespace"], pod["metadata"]["name"], patch, chosen)
-            self.core.patch_namespaced_pod(
+            answer = self.core.patch_namespaced_pod(
                 pod["metadata"]["name"],
                 pod["metadata"]["namespace"],
                 {"metadata": {"labels": patch}},
                 _preload_content=False,
                 _request_timeout=TIMEOUT_S,
             )
+            kube_raw.release(answer)
 
     # -- status ----------------------------------------------------------------------------
     def _patch_status(self, group: str, version: str, plural: str, obj: Mapping[str, Any], status: Mapping[str, Any]) -> None:
