@@ -6,7 +6,7 @@ Data flow: a call of the client with ``_preload_content=False`` -> ``from_respon
 
 Why: the client builds a pydantic model of every object it reads, and each caller here turned it
 back into a dict. In a rollout's certify run that was a quarter of the suite's CPU (the pod watch
-and the pollers read every pod version), a third of the reference operator's (its 1 s resync lists
+and the pollers read every pod version), a quarter of the reference operator's (its 1 s resync lists
 each DGD's pods) and a third of the service proxy's (its watch of every pod in the cluster).
 One copy for the suite, the reference operator and the fakes, which import none of each other.
 """
