@@ -55,7 +55,7 @@ from dynamo.llm import FpmDirectPublisher
 from servecert.fakes import engine_settings, groundtruth, kv_pull, server
 from servecert.fakes.engine import Engine, EngineError, Seq
 from servecert.fakes.engine import EngineConfig as FakeEngineConfig
-from servecert.protocol import streams, tokenizer
+from servecert.protocol import connection_guard, streams, tokenizer
 from servecert.protocol.engine_api import EngineRequest, KvHandle, Sampling
 
 log = logging.getLogger("servecert.dynamo.worker")
@@ -116,8 +116,7 @@ class FakeEngineBackend(LLMEngine):  # type: ignore[misc]  # NB: dynamo is untyp
         engine = Engine(self.config)
         self.engine = engine
         self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
-        runner = web.AppRunner(server.create_app(engine), access_log=None, handle_signals=False, shutdown_timeout=1.0)
-        await runner.setup()
+        runner = await connection_guard.start_runner(server.create_app(engine), access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await web.TCPSite(runner, self.http_host, 0).start()
         self._runner = runner
         engine.url = f"http://{self.http_host}:{runner.addresses[0][1]}"

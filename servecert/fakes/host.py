@@ -24,7 +24,7 @@ from aiohttp import web
 
 from servecert.fakes import server
 from servecert.fakes.engine import Engine, EngineConfig
-from servecert.protocol import waiting
+from servecert.protocol import connection_guard, waiting
 
 DRAIN_QUIET_S = 1.0
 """Idle time that ends a drain; longer than a frontend's discovery poll (0.2 s files, 0.3 s Kubernetes) plus a listing."""
@@ -49,7 +49,8 @@ def addresses(host: str, count: int) -> list[str]:
 
 
 class EngineHost:
-    def __init__(self, on_crash: Callable[[Engine], None] | None = None) -> None:
+    def __init__(self, on_crash: Callable[[Engine], None] | None = None, limits: connection_guard.Limits | None = None) -> None:
+        self._limits = limits
         self._runners: dict[str, web.AppRunner] = {}
         self.engines: list[Engine] = []
         self._on_crash = on_crash
@@ -57,8 +58,8 @@ class EngineHost:
 
     async def add(self, config: EngineConfig, host: str = "127.0.0.1", port: int = 0) -> Engine:
         engine = Engine(config)
-        runner = web.AppRunner(server.create_app(engine), access_log=None, handle_signals=False, shutdown_timeout=1.0)
-        await runner.setup()
+        app = server.create_app(engine, self._limits)
+        runner = await connection_guard.start_runner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         site = web.TCPSite(runner, host, port, reuse_address=True)
         try:
             await site.start()

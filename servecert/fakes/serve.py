@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from servecert.fakes import faults, groundtruth, network, timing, topology_env
 from servecert.fakes.engine import ROLES, Engine, EngineConfig
 from servecert.fakes.host import DRAIN_QUIET_S, EngineHost, addresses
-from servecert.protocol import discovery_files, event_loop, kube_names
+from servecert.protocol import connection_guard, discovery_files, event_loop, kube_names
 from servecert.protocol.engine_api import PD_PROTOCOLS, PD_SERVECERT
 
 if TYPE_CHECKING:
@@ -188,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         configs = [config_from_args(args, i) for i in range(args.count)]
         hosts = addresses(args.host, args.count)
         registration = kube_registration(os.environ, args.count)
+        connection_guard.Limits.from_env()  # NB: read again by each engine's app; a bad SERVECERT_HTTP_* stops here, named
     except (ValueError, OSError, topology_env.TopologyStartupError) as exc:
         print(f"servecert engine serve: error: {exc}", file=sys.stderr)
         return EXIT_STARTUP

@@ -39,7 +39,7 @@ from aiohttp import web
 
 from servecert.fakes import groundtruth, kv_pull, pd_wire
 from servecert.fakes.engine import Engine, EngineError, Seq
-from servecert.protocol import engine_api, tokenizer, waiting
+from servecert.protocol import connection_guard, engine_api, tokenizer, waiting
 from servecert.protocol import openai as openai_api
 from servecert.protocol.engine_api import EngineRequest
 
@@ -68,8 +68,8 @@ class InFlight:
 IN_FLIGHT = web.AppKey("in_flight", InFlight)
 
 
-def create_app(engine: Engine) -> web.Application:
-    app = web.Application(middlewares=[_count, _errors], client_max_size=64 * 1024 * 1024)
+def create_app(engine: Engine, limits: connection_guard.Limits | None = None) -> web.Application:
+    app = connection_guard.guarded_app([_count, _errors], limits)
     app[ENGINE] = engine
     app[IN_FLIGHT] = InFlight()
     app[SUBSCRIBERS] = set()

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from servecert.load.sse import CUT_AT_END
+
 PERCENTILES = (50, 90, 95, 99)
 
 
@@ -78,8 +80,11 @@ def percentiles(values: Sequence[float]) -> dict[str, float]:
 
 def summarise(samples: Sequence[Sample], thresholds: Thresholds) -> dict[str, Any]:
     """The JSON report's figures: counts, rates, exact percentiles, errors by kind, goodput."""
+    # NB: a request the run itself cut at its end (servecert.load.runner's stop timeout) says nothing of the server
+    unfinished = sum(1 for s in samples if s.error == CUT_AT_END)
+    samples = [s for s in samples if s.error != CUT_AT_END]
     if not samples:
-        return {"requests": 0}
+        return {"requests": 0, "unfinished_at_end": unfinished}
     ok = [s for s in samples if s.ok]
     span = max(1e-9, max(s.start + s.e2e_ms / 1000 for s in samples) - min(s.start for s in samples))
     good = [s for s in samples if thresholds.met(s)]
@@ -92,6 +97,7 @@ def summarise(samples: Sequence[Sample], thresholds: Thresholds) -> dict[str, An
         "request_throughput": len(ok) / span,
         "output_token_throughput": sum(s.output_tokens for s in ok) / span,
         "errors": dict(Counter(s.error for s in samples if not s.ok)),
+        "unfinished_at_end": unfinished,
         "ttft_ms": percentiles([s.ttft_ms for s in ok if s.ttft_ms is not None]),
         "tpot_ms": percentiles([s.tpot_ms for s in ok if s.tpot_ms is not None]),
         "itl_ms": percentiles([x for s in ok for x in s.itl_ms]),

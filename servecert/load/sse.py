@@ -18,6 +18,7 @@ HTTP = "http_{status}"
 STREAM_ERROR = "stream_error"
 STREAM_CUT = "stream_cut"
 TRANSPORT = "transport"
+CUT_AT_END = "cut_at_end"  # still in flight when the run's stop timeout ran out: the harness's cut, not a failure
 
 
 @dataclass

@@ -13,10 +13,13 @@ not pass a latency limit.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from servecert.load.metrics import Sample, Thresholds, summarise
 
 _SYNTAX = re.compile(r"^\s*([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*)\s*(<=|>=)\s*([-+0-9.eE]+)\s*$")
 
@@ -67,11 +70,43 @@ def measured(summary: Mapping[str, Any], figure: str) -> float | None:
 
 
 def merged(profile_limits: Iterable[str], overrides: Iterable[str]) -> list[Limit]:
-    """The profile's limits, each replaced by an override on the same figure, then the other overrides."""
+    """The profile's limits, each replaced by an override on the same figure, then the other overrides.
+
+    Raises LimitSyntaxError for a figure no summary has, before the run rather than after it.
+    """
     by_figure = {limit.figure: limit for limit in map(Limit.parse, profile_limits)}
     for limit in map(Limit.parse, overrides):
         by_figure[limit.figure] = limit
+    for limit in by_figure.values():
+        _must_be_a_figure(limit)
     return list(by_figure.values())
+
+
+def figures() -> list[str]:
+    """Every figure a summary can have (``errors.KIND`` for each error kind): the leaves of a summary of two samples."""
+    ok = Sample(start=0.0, ok=True, error="", ttft_ms=1.0, tpot_ms=1.0, e2e_ms=2.0, output_tokens=2, input_tokens=1, itl_ms=(1.0,))
+    failed = Sample(start=0.0, ok=False, error="http_503", ttft_ms=None, tpot_ms=None, e2e_ms=1.0, output_tokens=0)
+    return sorted(_leaves(summarise([ok, failed], Thresholds(ttft_ms=1.0, itl_ms=1.0))))
+
+
+def _leaves(node: Mapping[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for key, value in node.items():
+        path = prefix + key
+        if isinstance(value, Mapping):
+            out.extend(_leaves(value, path + "."))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out.append(path)
+    return out
+
+
+def _must_be_a_figure(limit: Limit) -> None:
+    known = figures()
+    if limit.figure in known or limit.figure.startswith("errors."):
+        return
+    close = difflib.get_close_matches(limit.figure, known, n=3)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise LimitSyntaxError(f"limit {limit}: summary.json has no figure {limit.figure}; {hint}its figures: {', '.join(known)}")
 
 
 def judge(summary: Mapping[str, Any], limits: Sequence[Limit]) -> list[str]:

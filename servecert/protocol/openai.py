@@ -7,11 +7,20 @@ out of range 400, an unknown model 404. ``parse_completion`` and ``parse_chat`` 
 into an ``OpenAIRequest`` carrying token ids from the suite's tokenizer; the ``*_chunk`` and
 ``*_body`` functions build the streamed and non-streamed answers. Chunks are assembled from
 pre-encoded pieces because this is the hottest path of the engine.
+
+Sampling parameters are checked against vLLM's ranges (``vllm/sampling_params.py``
+``_verify_args``): a value out of range is a 400 naming the field even though the fake's text does
+not depend on it, so a client learns of its mistake here as it would on a real engine. A
+parameter the fakes do not implement (``logprobs``, ``echo``, ``suffix``, ``best_of`` > 1,
+``tools``, a JSON ``response_format``) is refused with a 400 ``unsupported_parameter`` when it asks
+for the feature, never silently ignored; its off value is accepted. Fields the suite does not
+know (a router's own extensions) are ignored, as vLLM ignores them.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -109,6 +118,10 @@ def _sampling(body: dict[str, Any], prompt_len: int, context_length: int) -> Sam
     if not all(isinstance(s, str) and s for s in stops) or len(stops) > 4:
         raise ApiError(422, "stop must be a non-empty string or a list of at most 4 non-empty strings", param="stop")
     seed = _typed(body, "seed", (int,), None)
+    if seed is not None and not -(2**63) <= seed < 2**63:
+        raise ApiError(400, f"seed must be a 64-bit signed integer, got {seed}", param="seed")
+    _check_ranges(body)
+    _check_unsupported(body)
     return Sampling(
         max_tokens=max_tokens,
         min_tokens=min_tokens,
@@ -116,6 +129,73 @@ def _sampling(body: dict[str, Any], prompt_len: int, context_length: int) -> Sam
         stop=tuple(stops),
         seed=seed,
     )
+
+
+# name -> (low, high, low is open): vLLM's ranges; the fakes' text does not depend on them.
+_RANGES: dict[str, tuple[float, float, bool]] = {
+    "temperature": (0.0, 2.0, False),
+    "top_p": (0.0, 1.0, True),
+    "min_p": (0.0, 1.0, False),
+    "presence_penalty": (-2.0, 2.0, False),
+    "frequency_penalty": (-2.0, 2.0, False),
+    "repetition_penalty": (0.0, math.inf, True),
+}
+MAX_LOGPROBS = 20  # NB: vLLM's default --max-logprobs
+
+
+def _check_ranges(body: dict[str, Any]) -> None:
+    for name, (low, high, low_open) in _RANGES.items():
+        value = _typed(body, name, (int, float), None)
+        if value is None:
+            continue
+        inside = (low < value if low_open else low <= value) and value <= high and math.isfinite(value)
+        if not inside:
+            bounds = f"{'(' if low_open else '['}{low:g}, {high:g}]" if math.isfinite(high) else f"greater than {low:g}"
+            raise ApiError(400, f"{name} must be a finite number in {bounds}, got {value}", param=name)
+    top_k = _typed(body, "top_k", (int,), None)
+    if top_k is not None and top_k < -1:
+        raise ApiError(400, f"top_k must be -1 or 0 (disabled) or at least 1, got {top_k}", param="top_k")
+
+
+def _unsupported(name: str, what: str) -> ApiError:
+    return ApiError(400, f"{name}: {what} is not supported by servecert's fake engines", param=name, code="unsupported_parameter")
+
+
+def _check_unsupported(body: dict[str, Any]) -> None:
+    """Refuse a feature the fakes do not implement when the request asks for it; accept its off value."""
+    logprobs = _typed(body, "logprobs", (bool, int), None)
+    top_logprobs = _typed(body, "top_logprobs", (int,), None)
+    for name, value in (("logprobs", logprobs), ("top_logprobs", top_logprobs)):
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= MAX_LOGPROBS:
+            raise ApiError(400, f"{name} must be within [0, {MAX_LOGPROBS}], got {value}", param=name)
+    if logprobs not in (None, False) or top_logprobs:
+        raise _unsupported("logprobs" if logprobs not in (None, False) else "top_logprobs", "returning log probabilities")
+    if _typed(body, "echo", (bool,), False):
+        raise _unsupported("echo", "echoing the prompt")
+    if _typed(body, "suffix", (str,), ""):
+        raise _unsupported("suffix", "a suffix (insertion)")
+    best_of = _typed(body, "best_of", (int,), 1)
+    if best_of != 1:
+        raise ApiError(400, f"only best_of=1 is supported, got {best_of}", param="best_of")
+    if _typed(body, "tools", (list,), []):
+        raise _unsupported("tools", "tool calling")
+    choice = _typed(body, "tool_choice", (str, dict), "none")
+    if choice not in ("none", "auto"):  # NB: with no tools, "auto" can only answer in text
+        raise _unsupported("tool_choice", "tool calling")
+    response_format = _typed(body, "response_format", (dict,), {"type": "text"})
+    kind = response_format.get("type")
+    if not isinstance(kind, str):
+        raise ApiError(422, "response_format.type must be a string", param="response_format")
+    if kind != "text":
+        raise _unsupported("response_format", f"response_format {kind!r} (structured output)")
+    bias = _typed(body, "logit_bias", (dict,), {})
+    if not all(_int_like(k) and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in bias.items()):
+        raise ApiError(422, "logit_bias must map token ids to numbers", param="logit_bias")
+    _typed(body, "user", (str,), None)
+
+
+def _int_like(key: str) -> bool:
+    return key.lstrip("-").isdigit()
 
 
 def _common(body: dict[str, Any], served: str) -> tuple[str, bool, bool]:
@@ -128,6 +208,8 @@ def _common(body: dict[str, Any], served: str) -> tuple[str, bool, bool]:
         raise ApiError(404, f"The model `{model}` does not exist. This engine serves `{served}`.", param="model")
     stream = bool(_typed(body, "stream", (bool,), False))
     options = _typed(body, "stream_options", (dict,), {})
+    if options and not stream:
+        raise ApiError(400, "stream_options can only be set when stream is true", param="stream_options")
     include_usage = options.get("include_usage", False)
     if not isinstance(include_usage, bool):
         raise ApiError(422, "stream_options.include_usage must be a boolean", param="stream_options")
@@ -145,19 +227,28 @@ def _check_context(ids: list[int], context_length: int, param: str) -> None:
         )
 
 
+def _text(value: str, param: str) -> str:
+    """Text a tokenizer can encode: JSON can carry a lone surrogate (``"\\ud800"``), UTF-8 cannot."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ApiError(400, f"{param} is not valid Unicode text: {exc.reason} at position {exc.start}", param=param) from None
+    return value
+
+
 def parse_completion(body: dict[str, Any], served: str, context_length: int) -> OpenAIRequest:
     model, stream, include_usage = _common(body, served)
     if "prompt" not in body:
         raise ApiError(400, "prompt is required", param="prompt")
     prompt = body["prompt"]
     if isinstance(prompt, str):
-        ids = tokenizer.encode(prompt)
+        ids = tokenizer.encode(_text(prompt, "prompt"))
     elif isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
         ids = [int(t) for t in prompt]
         if not all(0 <= t < tokenizer.VOCAB_SIZE for t in ids):
             raise ApiError(400, f"prompt token ids must be within [0, {tokenizer.VOCAB_SIZE})", param="prompt")
     elif isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-        ids = tokenizer.encode(prompt[0])
+        ids = tokenizer.encode(_text(prompt[0], "prompt"))
     else:
         raise ApiError(422, "prompt must be a string or a list of token ids", param="prompt")
     if not ids:
@@ -169,13 +260,13 @@ def parse_completion(body: dict[str, Any], served: str, context_length: int) -> 
 def _content(message: dict[str, Any], index: int) -> str:
     content = message.get("content")
     if isinstance(content, str):
-        return content
+        return _text(content, "messages")
     if isinstance(content, list):
         parts = []
         for part in content:
             if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
                 raise ApiError(422, f"messages[{index}].content parts must be {{type: text, text: str}}", param="messages")
-            parts.append(part["text"])
+            parts.append(_text(part["text"], "messages"))
         return " ".join(parts)
     raise ApiError(422, f"messages[{index}].content must be a string or a list of text parts", param="messages")
 

@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 
 from servecert.fakes.host import EngineHost
+from servecert.protocol import connection_guard
 from tests.conftest import config
 
 CONTEXT = 64
@@ -90,6 +91,47 @@ MISTAKES: list[Any] = [
     # other types
     *_both("seed-as-string", 422, "seed", "invalid_type", seed="42"),
     *_both("ignore-eos-as-string", 422, "ignore_eos", "invalid_type", ignore_eos="yes"),
+    # sampling parameters: vLLM's ranges (vllm/sampling_params.py _verify_args); the fake's text ignores them
+    *_both("temperature-nan", 400, "temperature", "invalid_request", temperature=float("nan")),
+    *_both("temperature-infinite", 400, "temperature", "invalid_request", temperature=float("inf")),
+    *_both("temperature-negative", 400, "temperature", "invalid_request", temperature=-1),
+    *_both("temperature-over-2", 400, "temperature", "invalid_request", temperature=2.5),
+    *_both("temperature-as-string", 422, "temperature", "invalid_type", temperature="hot"),
+    *_both("top-p-5", 400, "top_p", "invalid_request", top_p=5),
+    *_both("top-p-zero", 400, "top_p", "invalid_request", top_p=0),
+    *_both("top-k-minus-2", 400, "top_k", "invalid_request", top_k=-2),
+    *_both("top-k-as-float", 422, "top_k", "invalid_type", top_k=1.5),
+    *_both("min-p-over-1", 400, "min_p", "invalid_request", min_p=1.5),
+    *_both("presence-penalty-3", 400, "presence_penalty", "invalid_request", presence_penalty=3),
+    *_both("frequency-penalty-minus-3", 400, "frequency_penalty", "invalid_request", frequency_penalty=-3),
+    *_both("repetition-penalty-zero", 400, "repetition_penalty", "invalid_request", repetition_penalty=0),
+    *_both("seed-over-int64", 400, "seed", "invalid_request", seed=2**63),
+    *_both("stream-options-without-stream", 400, "stream_options", "invalid_request", stream_options={"include_usage": True}),
+    # features the fakes do not implement: refused when asked for, never silently ignored
+    *_both("top-logprobs", 400, "top_logprobs", "unsupported_parameter", top_logprobs=2),
+    *_both("logprobs-over-20", 400, "logprobs", "invalid_request", logprobs=21),
+    *_both("best-of-3", 400, "best_of", "invalid_request", best_of=3),
+    *_both("response-format-json", 400, "response_format", "unsupported_parameter", response_format={"type": "json_object"}),
+    *_both("response-format-as-string", 422, "response_format", "invalid_type", response_format="json"),
+    *_both("tools", 400, "tools", "unsupported_parameter", tools=[{"type": "function", "function": {"name": "f"}}]),
+    *_both("tool-choice-required", 400, "tool_choice", "unsupported_parameter", tool_choice="required"),
+    *_both("logit-bias-as-list", 422, "logit_bias", "invalid_type", logit_bias=[1, 2]),
+    *_both("logit-bias-word-key", 422, "logit_bias", "invalid_type", logit_bias={"hello": 1}),
+    _one(COMPLETIONS, "logprobs-5", _changed(COMPLETIONS, logprobs=5), 400, "logprobs", "unsupported_parameter"),
+    _one(CHAT, "logprobs-true", _changed(CHAT, logprobs=True), 400, "logprobs", "unsupported_parameter"),
+    _one(COMPLETIONS, "echo", _changed(COMPLETIONS, echo=True), 400, "echo", "unsupported_parameter"),
+    _one(COMPLETIONS, "suffix", _changed(COMPLETIONS, suffix="the end"), 400, "suffix", "unsupported_parameter"),
+    # text JSON can carry but UTF-8 cannot: a lone surrogate
+    _one(COMPLETIONS, "lone-surrogate-prompt", _changed(COMPLETIONS, prompt="hello \ud800 there"), 400, "prompt", "invalid_request"),
+    _one(COMPLETIONS, "lone-surrogate-in-list", _changed(COMPLETIONS, prompt=["\udfff"]), 400, "prompt", "invalid_request"),
+    _one(
+        CHAT, "lone-surrogate-content", _changed(CHAT, messages=[{"role": "user", "content": "a \udc80 b"}]), 400, "messages",
+        "invalid_request",
+    ),
+    _one(
+        CHAT, "lone-surrogate-part", _changed(CHAT, messages=[{"role": "user", "content": [{"type": "text", "text": "\ud83d"}]}]),
+        400, "messages", "invalid_request",
+    ),
     # the body itself
     *_raw("malformed-json", b'{"model": "m", "prompt": ', 400, "invalid_json"),
     *_raw("empty-body", b"", 400, "invalid_json"),
@@ -246,3 +288,55 @@ async def test_an_unknown_route_or_method_gets_an_openai_error_body(host: Engine
             assert resp.content_type == "application/json", await resp.text()
             error = (await resp.json())["error"]
             assert set(error) == {"message", "type", "param", "code"} and error["message"]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        (None, 200),  # NB: as vLLM's server (FastAPI) does, a body without a Content-Type is read as JSON
+        ("application/json", 200),
+        ("application/json; charset=utf-8", 200),
+        ("application/vnd.example+json", 200),
+        ("text/plain", 415),
+        ("application/x-www-form-urlencoded", 415),  # curl -d without -H
+        ("application/octet-stream", 415),
+    ],
+)
+async def test_a_body_that_says_it_is_not_json_is_refused_by_its_content_type(
+    host: EngineHost, content_type: str | None, status: int
+) -> None:
+    engine = await host.add(config(context_length=CONTEXT))
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    # NB: skip_auto_headers, or aiohttp labels a bytes body application/octet-stream itself
+    body = json.dumps(GOOD[COMPLETIONS]).encode()
+    async with (
+        aiohttp.ClientSession(skip_auto_headers=["Content-Type"]) as http,
+        http.post(engine.url + COMPLETIONS, data=body, headers=headers) as resp,
+    ):
+        assert resp.status == status, await resp.text()
+        if status != 200:
+            error = (await resp.json())["error"]
+            assert error["code"] == "unsupported_media_type" and content_type in error["message"]
+
+
+async def test_a_body_over_the_size_limit_is_refused_before_it_is_read(http: aiohttp.ClientSession) -> None:
+    limits = connection_guard.Limits(max_body_bytes=4096)
+    host = EngineHost(limits=limits)
+    try:
+        engine = await host.add(config(context_length=CONTEXT))
+        big = json.dumps({**GOOD[COMPLETIONS], "prompt": "word " * 2000}).encode()
+        status, _, body = await _post(http, engine.url + COMPLETIONS, big)
+        assert status == 413 and body["error"]["code"] == "body_too_large", body
+        assert "4096" in body["error"]["message"]
+
+        async def chunks() -> Any:  # NB: no Content-Length: the limit holds while reading
+            for start in range(0, len(big), 1000):
+                yield big[start : start + 1000]
+
+        async with http.post(engine.url + COMPLETIONS, data=chunks(), headers={"Content-Type": "application/json"}) as resp:
+            assert resp.status == 413, await resp.text()
+        assert await _records(http, engine.url) == []
+        status, _, body = await _post(http, engine.url + COMPLETIONS, json.dumps(GOOD[COMPLETIONS]).encode())
+        assert status == 200, body
+    finally:
+        await host.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,31 @@ def test_a_run_that_misses_a_limit_exits_1_naming_the_limit_and_the_measured_val
     assert missed == {"servecert load run: missed limit ttft_ms.p50<=1000", "servecert load run: missed limit goodput.fraction>=0.95"}
     assert f"ttft_ms.p50<=1000: measured {summary['ttft_ms']['p50']:.4g}" in summary["verdict"]["missed"]
     assert "Failed" in (tmp_path / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_requests_in_flight_when_the_run_ends_finish_and_are_counted(tmp_path: Path) -> None:
+    # Each request takes about 32 x 150 ms = 4.8 s and the run 4 s: every user's first request is in flight at its end.
+    with serve_process("--model", "servecert-planner-model", "--port", "0", "--time-scale", "1", "--timing", "constant:1:150") as engine:
+        done = subprocess.run(
+            [sys.executable, "-m", "servecert", "load", "run", "constant", "--host", engine.urls[0], "--duration", "4",
+             "--users", "2", "--no-limits", "--report-dir", str(tmp_path)],
+            capture_output=True, text=True, timeout=180, check=False,
+        )
+        with urllib.request.urlopen(engine.urls[0] + "/groundtruth", timeout=10) as resp:
+            records = json.loads(resp.read())["records"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [r["outcome"] for r in records] == ["ok"] * len(records) and len(records) >= 2, records
+    assert (summary["requests"], summary["failed"], summary["unfinished_at_end"]) == (len(records), 0, 0), summary
+
+
+def test_a_misspelt_limit_figure_is_refused_before_the_run(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "servecert", "load", "run", "constant", "--host", "http://127.0.0.1:9",
+                           "--limit", "ttft_ms.p59<=1000", "--report-dir", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "did you mean ttft_ms.p99" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "run").exists(), "nothing ran"
 
 
 def test_a_bad_limit_is_one_line_showing_the_form(tmp_path: Path) -> None:

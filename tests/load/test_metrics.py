@@ -47,3 +47,11 @@ def test_summary_percentiles_are_exact_and_goodput_counts_both_thresholds() -> N
     assert s["ttft_ms"]["p50"] == pytest.approx(50.5)
     assert s["errors"] == {"http_503": 1}
     assert s["goodput"]["requests"] == 25  # ttft <= 50 and the even-indexed (tpot 10) half of them
+
+
+def test_a_request_the_run_cut_at_its_end_is_counted_apart_not_as_a_failure() -> None:
+    ok = Sample(start=0.0, ok=True, error="", ttft_ms=5.0, tpot_ms=1.0, e2e_ms=20.0, output_tokens=4)
+    cut = Sample(start=1.0, ok=False, error=sse.CUT_AT_END, ttft_ms=5.0, tpot_ms=None, e2e_ms=60_000.0, output_tokens=2)
+    summary = summarise([ok, cut, cut], Thresholds())
+    assert (summary["requests"], summary["failed"], summary["error_rate"], summary["unfinished_at_end"]) == (1, 0, 0.0, 2)
+    assert summarise([cut], Thresholds()) == {"requests": 0, "unfinished_at_end": 1}

@@ -35,6 +35,7 @@ from servecert.adapters.contract import (
 )
 from servecert.adapters.reference import operator_install
 from servecert.adapters.reference import planner as reference_planner
+from servecert.protocol import connection_guard
 from servecert.protocol.planner_decisions import MemoryDecisionStore
 from servecert.reference_impl.frontend import app as frontend_app
 from servecert.reference_impl.frontend import topology
@@ -140,8 +141,8 @@ class ReferenceDeployment:
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=METADATA_TIMEOUT_S))
-        self._runner = web.AppRunner(frontend_app.create_app(self.frontend), access_log=None, handle_signals=False, shutdown_timeout=1.0)
-        await self._runner.setup()
+        app = frontend_app.create_app(self.frontend)
+        self._runner = await connection_guard.start_runner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         self.frontend_url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"

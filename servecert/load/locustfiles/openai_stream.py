@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import requests
+from gevent import GreenletExit
 from locust import HttpUser, LoadTestShape, events, task
 from locust.env import Environment
 
@@ -107,6 +108,13 @@ class OpenAIStreamUser(HttpUser):
                         timing.feed(line, time.perf_counter())
         except requests.RequestException as exc:
             timing.error, timing.error_detail = sse.TRANSPORT, type(exc).__name__
+        except GreenletExit:  # NB: the run's stop timeout ran out with this request in flight: counted, not lost
+            timing.error = sse.CUT_AT_END
+            self.record(wall, sent, prompt, timing)
+            raise
+        self.record(wall, sent, prompt, timing)
+
+    def record(self, wall: float, sent: float, prompt: str, timing: sse.StreamTiming) -> None:
         end = time.perf_counter()
         timing.finish(end)
         ttft = timing.ttft_s
@@ -123,6 +131,8 @@ class OpenAIStreamUser(HttpUser):
             itl_ms=tuple(x * 1000 for x in timing.itls_s),
         )
         STATE["samples"].write(sample.to_json() + "\n")
+        if timing.error == sse.CUT_AT_END:
+            return
         fire = self.environment.events.request.fire
         fire(request_type="POST", name="completion", response_time=sample.e2e_ms, response_length=sample.output_tokens,
              exception=StreamError(timing.error) if timing.error else None, context={})

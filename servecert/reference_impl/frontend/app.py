@@ -23,7 +23,7 @@ import aiohttp
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 
-from servecert.protocol import engine_api, tokenizer
+from servecert.protocol import connection_guard, engine_api, tokenizer
 from servecert.protocol import openai as openai_api
 from servecert.protocol.engine_api import EngineRequest
 from servecert.reference_impl.frontend import topology
@@ -200,8 +200,8 @@ def upstream_error(engine_id: str, status: int, text: str) -> UpstreamError:
     return UpstreamError(502, _error(f"worker {engine_id} answered {status}: {' '.join(text.split())[:200]}", "upstream_error", 502))
 
 
-def create_app(frontend: Frontend) -> web.Application:
-    app = web.Application(middlewares=[_errors], client_max_size=64 * 1024 * 1024)
+def create_app(frontend: Frontend, limits: connection_guard.Limits | None = None) -> web.Application:
+    app = connection_guard.guarded_app([_errors], limits)
     app[FRONTEND] = frontend
     app.cleanup_ctx.append(_lifecycle)
     app.router.add_post("/v1/completions", completions)
@@ -228,7 +228,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except UpstreamError as err:
         return web.json_response(err.body, status=err.status)
     except NoWorkers as err:
-        return web.json_response(_error(str(err), "model_not_found", 404), status=404)
+        return web.json_response(openai_api.ApiError(404, str(err), param="model").body(), status=404)
     except web.HTTPException as exc:  # unknown route, wrong method, body too large
         if exc.status < 400:
             raise

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from servecert.protocol import event_loop, kube_names
+from servecert.protocol import connection_guard, event_loop, kube_names
 from servecert.reference_impl.frontend import app as frontend_app
 from servecert.reference_impl.frontend.discovery import Discovery, FileDiscovery
 
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     try:
         config = frontend_app.FrontendConfig.from_env(dict(os.environ), args.frontend_id)
+        connection_guard.Limits.from_env()  # NB: read again by the app; a bad SERVECERT_HTTP_* stops here, named
     except ValueError as exc:
         print(f"servecert frontend serve: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -95,8 +96,8 @@ async def _serve(args: argparse.Namespace, config: frontend_app.FrontendConfig, 
     frontend = frontend_app.Frontend(config, discovery)
     # NB: aiohttp reads a shutdown_timeout of 0 as "no limit"; 0 here means cut at once.
     grace = max(args.drain_seconds, MIN_GRACE_S)
-    runner = web.AppRunner(frontend_app.create_app(frontend), access_log=None, handle_signals=False, shutdown_timeout=grace)
-    await runner.setup()
+    app = frontend_app.create_app(frontend)
+    runner = await connection_guard.start_runner(app, access_log=None, handle_signals=False, shutdown_timeout=grace)
     try:
         await web.TCPSite(runner, args.host, args.port).start()
     except OSError as exc:

@@ -101,8 +101,12 @@ async def test_client_mistakes_get_openai_errors(env: ProcessEnvironment, http: 
             async with http.post(dep.frontend_url + "/v1/completions", json=body) as resp:
                 assert resp.status == status, body
                 assert {"message", "type", "code"} <= set((await resp.json())["error"])
-        async with http.post(dep.frontend_url + "/v1/completions", data=b"{nope") as resp:
+        json_type = {"Content-Type": "application/json"}
+        async with http.post(dep.frontend_url + "/v1/completions", data=b"{nope", headers=json_type) as resp:
             assert resp.status == 400
+        async with http.post(dep.frontend_url + "/v1/completions", data=b"{nope") as resp:  # NB: application/octet-stream
+            assert resp.status == 415
+            assert (await resp.json())["error"]["code"] == "unsupported_media_type"
     finally:
         await dep.close()
 
