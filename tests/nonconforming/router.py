@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -77,6 +77,10 @@ def _unlabelled_in_every_domain(level: str, prefill: WorkerInfo, d: WorkerInfo) 
 
 def _every_label(level: str, prefill: WorkerInfo, d: WorkerInfo) -> bool:
     return dict(d.domains) == dict(prefill.domains)
+
+
+def _missing_equals_missing(level: str, prefill: WorkerInfo, d: WorkerInfo) -> bool:
+    return d.domains.get(level) == prefill.domains.get(level)  # Broken: two missing labels compare equal (None == None).
 
 
 def _unlabelled_prefill_anywhere(level: str, prefill: WorkerInfo, d: WorkerInfo) -> bool:
@@ -151,30 +155,46 @@ def _keep_left_decode(frontend: frontend_app.Frontend) -> None:
 
 
 _PLAIN_GENERATE = frontend_app._generate
+Generate = Callable[..., Awaitable[web.StreamResponse]]
 
 
-async def _generate_retrying_anywhere(
-    request: web.Request,
-    fe: frontend_app.Frontend,
-    req: Any,
-    request_id: str,
-    worker: WorkerInfo,
-    handle: dict[str, Any] | None,
-    isl: int,
-) -> web.StreamResponse:
-    try:
-        return await _PLAIN_GENERATE(request, fe, req, request_id, worker, handle, isl)
-    except frontend_app.UpstreamError:
-        others = [d for d in fe.router.workers(req.model).decode if d.engine_id != worker.engine_id]
-        if handle is None or not others:
-            raise
-        # Broken: the retry takes any other decode worker, whatever its domain.
-        return await _PLAIN_GENERATE(request, fe, req, request_id, others[0], handle, isl)
+def _any_error(err: frontend_app.UpstreamError) -> bool:
+    return True
 
 
-def _retry_decode_anywhere(frontend: frontend_app.Frontend) -> None:
-    # NB: the request path calls the module's _generate; this implementation owns its certify process.
-    frontend_app._generate = _generate_retrying_anywhere  # type: ignore[assignment]
+def _unreachable(err: frontend_app.UpstreamError) -> bool:
+    """What a generic HTTP retry layer retries: a refused or cut connection, not an error answer."""
+    return bool(err.body.get("error", {}).get("code") == "worker_unreachable")
+
+
+def _generate_retrying_anywhere(retry_when: Callable[[frontend_app.UpstreamError], bool]) -> Generate:
+    async def generate(
+        request: web.Request,
+        fe: frontend_app.Frontend,
+        req: Any,
+        request_id: str,
+        worker: WorkerInfo,
+        handle: dict[str, Any] | None,
+        isl: int,
+    ) -> web.StreamResponse:
+        try:
+            return await _PLAIN_GENERATE(request, fe, req, request_id, worker, handle, isl)
+        except frontend_app.UpstreamError as err:
+            others = [d for d in fe.router.workers(req.model).decode if d.engine_id != worker.engine_id]
+            if handle is None or not others or not retry_when(err):
+                raise
+            # Broken: the retry takes any other decode worker, whatever its domain.
+            return await _PLAIN_GENERATE(request, fe, req, request_id, others[0], handle, isl)
+
+    return generate
+
+
+def _retrying_decode_anywhere(retry_when: Callable[[frontend_app.UpstreamError], bool]) -> FrontendHook:
+    def hook(frontend: frontend_app.Frontend) -> None:
+        # NB: the request path calls the module's _generate; this implementation owns its certify process.
+        frontend_app._generate = _generate_retrying_anywhere(retry_when)  # type: ignore[assignment]
+
+    return hook
 
 
 @dataclasses.dataclass
@@ -225,6 +245,12 @@ def FallsBackSilently() -> ReferenceImplementation:
     return ReferenceImplementation(frontend_hook=_fall_back_silently)
 
 
+def MissingLabelsMatch() -> ReferenceImplementation:
+    """Compares the level's labels with missing ones equal, so two unlabelled workers share a domain.
+    Caught by RouterTopologyPrefillMissingLabel."""
+    return ReferenceImplementation(frontend_hook=_matching(_missing_equals_missing))
+
+
 def UnlabelledPrefillAnywhere() -> ReferenceImplementation:
     """A prefill worker missing the level counts as in every domain. Caught by RouterTopologyPrefillMissingLabel."""
     return ReferenceImplementation(frontend_hook=_matching(_unlabelled_prefill_anywhere))
@@ -262,7 +288,13 @@ def DefaultsToFallback() -> ReferenceImplementation:
 
 def RetriesDecodeAnywhere() -> ReferenceImplementation:
     """Retries a failed decode leg on any other decode worker. Caught by RouterTopologyFailedDecodeStaysInDomain."""
-    return ReferenceImplementation(frontend_hook=_retry_decode_anywhere)
+    return ReferenceImplementation(frontend_hook=_retrying_decode_anywhere(_any_error))
+
+
+def RetriesUnreachableDecodeAnywhere() -> ReferenceImplementation:
+    """Retries a decode leg whose worker refused or cut the connection (not an error answer) on any other decode worker.
+    Caught by RouterTopologyFailedDecodeStaysInDomain."""
+    return ReferenceImplementation(frontend_hook=_retrying_decode_anywhere(_unreachable))
 
 
 def KeepsLeftDecode() -> ReferenceImplementation:

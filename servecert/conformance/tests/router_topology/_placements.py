@@ -72,6 +72,11 @@ def unlabelled_prefill(level: str, name: str = "") -> WorkerSpec:
     return worker("prefill", missing(level), name)
 
 
-def unlabelled_prefill_beside_decode(level: str) -> list[WorkerSpec]:
-    """The only prefill worker lacks the level's label; a decode worker shares every other label, another is elsewhere."""
-    return [unlabelled_prefill(level, "unlabelled"), decode(level, 0), decode(level, 1)]
+def unlabelled_prefill_beside_decode(level: str, decode_unlabelled_too: bool = False) -> list[WorkerSpec]:
+    """The only prefill worker lacks the level's label; a decode worker shares every other label, another is elsewhere.
+
+    With ``decode_unlabelled_too`` the decode worker beside it lacks the level's label as well: two missing values are
+    not a shared domain (a router comparing ``domains.get(level)`` on both sides finds them equal).
+    """
+    beside = unlabelled_decode(level, "unlabelled-decode") if decode_unlabelled_too else decode(level, 0)
+    return [unlabelled_prefill(level, "unlabelled"), beside, decode(level, 1)]

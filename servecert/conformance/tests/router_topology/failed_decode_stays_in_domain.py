@@ -1,13 +1,23 @@
 """fail policy: when the same-domain decode leg fails, the request fails; it is never retried across the domain.
 
-The prefill worker's only same-domain decode worker answers every request with an injected
-error (the fake engines' fault injection); another decode worker, in another domain, is healthy.
-Every request must fail, the faulty worker must have been tried, and the other-domain worker must
-receive nothing: a router that retries a failed decode leg on any decode worker moves KV across
-the boundary the level forbids.
+The prefill worker's only same-domain decode worker fails; another decode worker, in another
+domain, is healthy. The other-domain worker must receive nothing and every transfer must stay in
+the domain: a router that retries a failed decode leg on any decode worker moves KV across the
+boundary the level forbids. The decode worker fails in two ways a real one does (the fake
+engines' fault injection):
+
+- ``error``: it answers every request with an HTTP error. Every request must fail, and its log
+  must show it was tried.
+- ``crash``: it dies on its first request (its socket closes; connections are refused after,
+  until it is restarted, where the environment restarts it). A retry layer that retries only on
+  a refused or cut connection, as generic HTTP clients do, passes the ``error`` case and fails
+  this one. The crash cuts at least one request; a request served after a restart, inside the
+  domain, is allowed.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import aiohttp
 
@@ -16,33 +26,44 @@ from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
+from servecert.harness import traffic
+from servecert.harness.observe import GroundTruth
 from servecert.protocol import engine_api
+
+FAULTS: dict[str, dict[str, Any]] = {"error": {"error_rate": 1.0}, "crash": {"crash_after": 1}}
 
 
 async def check(ctx: TestContext) -> None:
-    level = ctx.params["level"]
+    level, fault = ctx.params["level"], ctx.params["fault"]
     workers = [shapes.prefill(level, 0), shapes.decode(level, 0, "faulty"), shapes.decode(level, 1, "other-domain")]
     deployment = await ctx.deploy(router_checks.spec(workers, level, "fail"))
     faulty, other = deployment.workers[1], deployment.workers[2]
     async with aiohttp.ClientSession() as session:
-        async with session.post(f"{faulty.url}/admin/faults", json={"error_rate": 1.0}) as resp:
+        async with session.post(f"{faulty.url}/admin/faults", json=FAULTS[fault]) as resp:
             assert resp.status == 200, f"could not inject faults into {faulty.engine_id}: HTTP {resp.status}"
-        run = await router_checks.drive(session, deployment, count=8, concurrency=4)
-    what = f"the same-{level} decode worker fails every request, policy=fail"
-    assertions.requests_must_fail(run.outcomes, what)
-    tried = [r for r in run.truth.records if r.get("engine_id") == faulty.engine_id and r.get("outcome") == engine_api.INJECTED_ERROR]
-    assert tried, f"{what}: the faulty decode worker {faulty.engine_id} was never tried, so the test saw no failed decode leg"
-    elsewhere = [r for r in run.truth.records if r.get("engine_id") == other.engine_id]
+        outcomes = await traffic.many(session, deployment.frontend_url, shapes.MODEL, 8, concurrency=4)
+        truth = GroundTruth(session)
+        # NB: a crashed worker's log may be gone with it; the other two are the evidence
+        await truth.refresh([deployment.workers[0], other] if fault == "crash" else deployment.workers)
+    what = f"the same-{level} decode worker fails ({fault}), policy=fail"
+    if fault == "error":
+        assertions.requests_must_fail(outcomes, what)
+        tried = [r for r in truth.records if r.get("engine_id") == faulty.engine_id and r.get("outcome") == engine_api.INJECTED_ERROR]
+        assert tried, f"{what}: the faulty decode worker {faulty.engine_id} was never tried, so the test saw no failed decode leg"
+    else:
+        assert any(not o.ok for o in outcomes), f"{what}: every request succeeded, so the test saw no crashed decode leg"
+    elsewhere = [r for r in truth.records if r.get("engine_id") == other.engine_id]
     assert not elsewhere, (
         f"{what}: the decode worker in the other {level} ({other.engine_id}) received {len(elsewhere)} requests, "
         f"e.g. {elsewhere[0].get('request_id')}: a failed decode leg was retried across the {level} boundary"
     )
-    assertions.transfers_must_stay_within(run.transfers(), level, what)
+    assertions.transfers_must_stay_within(truth.transfers(), level, what)
 
 
 TEST = ConformanceTest(
     short_name="RouterTopologyFailedDecodeStaysInDomain",
-    description="Under fail, a request whose same-domain decode leg fails gets an error; it is not retried on another domain.",
+    description="Under fail, a request whose same-domain decode leg fails (an error answer, a crash) gets an error; it is not "
+    "retried on another domain.",
     features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_FILTER),
     seed=SeedRef(
         "000",
@@ -51,6 +72,10 @@ TEST = ConformanceTest(
         "constraint so it makes sense to fail a request if this cannot be satisfied.",
         note="The seed speaks of selection; the suite holds a retry after a failed decode leg to the same hard constraint.",
     ),
-    cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
+    cases=tuple(
+        Case(level if fault == "error" else f"{level}-{fault}", {"level": level, "fault": fault})
+        for level in shapes.LEVELS
+        for fault in FAULTS
+    ),
     check=check,
 )
