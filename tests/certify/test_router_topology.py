@@ -43,6 +43,7 @@ BROKEN = {
     "ComparesTheHost": "RouterTopologyMatchesTheLevelOnly",
     "FallsBackNearby": "RouterTopologyFallbackRoutesAnywhere",
     "FallsBackSilently": "RouterTopologyFallbackRoutesAnywhere",
+    "KeepsFallingBack": "RouterTopologyFallbackKeepsSameDomain",
     "UnlabelledPrefillAnywhere": "RouterTopologyPrefillMissingLabel",
     "MissingLabelsMatch": "RouterTopologyPrefillMissingLabel",
     "RefusesUnlabelledPrefill": "RouterTopologyPrefillMissingLabelFallback",
@@ -50,9 +51,15 @@ BROKEN = {
     "PreselectsUnderFailOnly": "RouterTopologyPrefillPreselection",
     "PreselectsWithoutFallback": "RouterTopologyPrefillPreselection",
     "PreselectsWhenUnset": "RouterTopologyLevelUnsetNoFiltering",
+    "PreselectsOnStaleDecodeSet": "RouterTopologyPrefillPreselection",
+    "PreselectsOnlyWhenPolicySet": "RouterTopologyPrefillPreselection",
+    "PreselectionNeverShrinks": "RouterTopologyPrefillPreselection",
     "DefaultsToFallback": "RouterTopologyDefaultPolicyIsFail",
+    "DefaultErrorDiffers": "RouterTopologyDefaultPolicyIsFail",
     "RetriesDecodeAnywhere": "RouterTopologyFailedDecodeStaysInDomain",
     "RetriesUnreachableDecodeAnywhere": "RouterTopologyFailedDecodeStaysInDomain",
+    "RetriesUnaryDecodeAnywhere": "RouterTopologyFailedDecodeStaysInDomain",
+    "RetriesSlowDecodeAnywhere": "RouterTopologyFailedDecodeStaysInDomain",
     "KeepsLeftDecode": "RouterTopologyDecodeJoinsAndLeaves",
 }
 """Each broken router (``tests.nonconforming.router``) and the one test of the rule it breaks."""
@@ -91,6 +98,7 @@ RACK_CASES = (
     "RouterTopologyDecodeJoinsAndLeaves[rack]",
     "RouterTopologyExcludesWorkersMissingLabel[rack]",
     "RouterTopologyFallbackKeepsSameDomain[rack]",
+    "RouterTopologyFallbackKeepsSameDomain[rack-joins]",
     "RouterTopologyFallbackRoutesAnywhere[rack]",
     "RouterTopologyPrefillMissingLabel[rack]",
     "RouterTopologyPrefillMissingLabel[rack-decode-unlabelled-too]",
@@ -98,6 +106,8 @@ RACK_CASES = (
     "RouterTopologyPrefillPreselection[rack-fail]",
     "RouterTopologyPrefillPreselection[rack-fallback]",
     "RouterTopologyPrefillPreselection[rack-otherwise-all]",
+    "RouterTopologyPrefillPreselection[rack-decode-joins]",
+    "RouterTopologyPrefillPreselection[rack-decode-leaves]",
     "RouterTopologyLevelUnsetNoFiltering[rack]",
 )
 """One case of every core test, at the rack level: a rack test's placements share a zone, so it also shows labels

@@ -8,6 +8,7 @@ plausible shortcut that gives the rule's answer on the easy placements.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -98,6 +99,22 @@ def _fall_back_nearby(frontend: frontend_app.Frontend) -> None:
     frontend.router.decode_candidates = candidates
 
 
+def _keep_fallback_workers(frontend: frontend_app.Frontend) -> None:
+    remembered: dict[str, list[WorkerInfo]] = {}
+
+    def candidates(policy: topology.TopologyPolicy, prefill: WorkerInfo, decode: Sequence[WorkerInfo]) -> topology.DecodeChoice:
+        choice = topology.decode_candidates(policy, prefill, decode)
+        if choice.fallback:
+            remembered[prefill.engine_id] = list(choice.candidates)
+            return choice
+        # Broken: the decode workers a prefill worker fell back to stay candidates once a same-domain one is there.
+        present, chosen = {d.engine_id for d in decode}, {c.engine_id for c in choice.candidates}
+        kept = [d for d in remembered.get(prefill.engine_id, []) if d.engine_id in present and d.engine_id not in chosen]
+        return topology.DecodeChoice([*choice.candidates, *kept])
+
+    frontend.router.decode_candidates = candidates
+
+
 def _refuse_unlabelled_prefill(frontend: frontend_app.Frontend) -> None:
     def candidates(policy: topology.TopologyPolicy, prefill: WorkerInfo, decode: Sequence[WorkerInfo]) -> topology.DecodeChoice:
         level = policy.level
@@ -143,6 +160,33 @@ def _preselect_when_unset(
     return topology.eligible_prefill(topology.TopologyPolicy(policy.level or "host", policy.mismatch_policy), prefill, decode)
 
 
+def _preselect_once_per_prefill_set() -> SelectPrefill:
+    cache: dict[tuple[str, ...], list[str]] = {}
+
+    def select(policy: topology.TopologyPolicy, prefill: Sequence[WorkerInfo], decode: Sequence[WorkerInfo]) -> list[WorkerInfo]:
+        key = tuple(sorted(p.engine_id for p in prefill))
+        if key not in cache:  # Broken: recomputed only when the prefill workers change, not when decode workers do.
+            cache[key] = [p.engine_id for p in topology.eligible_prefill(policy, prefill, decode)]
+        return [p for p in prefill if p.engine_id in cache[key]]
+
+    return select
+
+
+def _preselect_growing_only() -> SelectPrefill:
+    preferred: set[str] = set()
+
+    def select(policy: topology.TopologyPolicy, prefill: Sequence[WorkerInfo], decode: Sequence[WorkerInfo]) -> list[WorkerInfo]:
+        level = policy.level
+        if level is None:
+            return list(prefill)
+        present = {d.domains[level] for d in decode if level in d.domains}
+        # Broken: a prefill worker that gained a same-domain decode worker stays preferred after it leaves.
+        preferred.update(p.engine_id for p in prefill if p.domains.get(level, topology.MISSING) in present)
+        return [p for p in prefill if p.engine_id in preferred] or list(prefill)
+
+    return select
+
+
 def _keep_left_decode(frontend: frontend_app.Frontend) -> None:
     original = frontend._on_change
 
@@ -167,7 +211,11 @@ def _unreachable(err: frontend_app.UpstreamError) -> bool:
     return bool(err.body.get("error", {}).get("code") == "worker_unreachable")
 
 
-def _generate_retrying_anywhere(retry_when: Callable[[frontend_app.UpstreamError], bool]) -> Generate:
+RETRY_TIMEOUT_S = 2.0
+"""The broken timeout-and-retry router's per-attempt timeout: shorter than the suite's injected stall."""
+
+
+def _generate_retrying_anywhere(retry_when: Callable[[frontend_app.UpstreamError], bool], unary_only: bool = False) -> Generate:
     async def generate(
         request: web.Request,
         fe: frontend_app.Frontend,
@@ -181,7 +229,7 @@ def _generate_retrying_anywhere(retry_when: Callable[[frontend_app.UpstreamError
             return await _PLAIN_GENERATE(request, fe, req, request_id, worker, handle, isl)
         except frontend_app.UpstreamError as err:
             others = [d for d in fe.router.workers(req.model).decode if d.engine_id != worker.engine_id]
-            if handle is None or not others or not retry_when(err):
+            if handle is None or not others or not retry_when(err) or (unary_only and req.stream):
                 raise
             # Broken: the retry takes any other decode worker, whatever its domain.
             return await _PLAIN_GENERATE(request, fe, req, request_id, others[0], handle, isl)
@@ -189,12 +237,37 @@ def _generate_retrying_anywhere(retry_when: Callable[[frontend_app.UpstreamError
     return generate
 
 
-def _retrying_decode_anywhere(retry_when: Callable[[frontend_app.UpstreamError], bool]) -> FrontendHook:
+async def _generate_with_timeout_retry(
+    request: web.Request,
+    fe: frontend_app.Frontend,
+    req: Any,
+    request_id: str,
+    worker: WorkerInfo,
+    handle: dict[str, Any] | None,
+    isl: int,
+) -> web.StreamResponse:
+    if req.stream or handle is None:
+        return await _PLAIN_GENERATE(request, fe, req, request_id, worker, handle, isl)
+    try:
+        return await asyncio.wait_for(_PLAIN_GENERATE(request, fe, req, request_id, worker, handle, isl), RETRY_TIMEOUT_S)
+    except TimeoutError:
+        others = [d for d in fe.router.workers(req.model).decode if d.engine_id != worker.engine_id]
+        if not others:
+            raise
+        # Broken: a slow decode leg is given up and retried on any other decode worker, whatever its domain.
+        return await _PLAIN_GENERATE(request, fe, req, request_id, others[0], handle, isl)
+
+
+def _replacing_generate(generate: Generate) -> FrontendHook:
     def hook(frontend: frontend_app.Frontend) -> None:
         # NB: the request path calls the module's _generate; this implementation owns its certify process.
-        frontend_app._generate = _generate_retrying_anywhere(retry_when)  # type: ignore[assignment]
+        frontend_app._generate = generate  # type: ignore[assignment]
 
     return hook
+
+
+def _retrying_decode_anywhere(retry_when: Callable[[frontend_app.UpstreamError], bool], unary_only: bool = False) -> FrontendHook:
+    return _replacing_generate(_generate_retrying_anywhere(retry_when, unary_only))
 
 
 @dataclasses.dataclass
@@ -202,6 +275,32 @@ class _DefaultsToFallback(ReferenceImplementation):
     async def deploy(self, spec: DeploymentSpec, env: Environment) -> ReferenceDeployment:
         if spec.router.mismatch_policy is None:  # Broken: an unset policy means fallback.
             spec = dataclasses.replace(spec, router=dataclasses.replace(spec.router, mismatch_policy=topology.FALLBACK))
+        return await super().deploy(spec, env)
+
+
+def _fail_with_500(frontend: frontend_app.Frontend) -> None:
+    def candidates(policy: topology.TopologyPolicy, prefill: WorkerInfo, decode: Sequence[WorkerInfo]) -> topology.DecodeChoice:
+        try:
+            return topology.decode_candidates(policy, prefill, decode)
+        except topology.NoSameDomainDecode:
+            raise web.HTTPInternalServerError() from None  # Broken: the default path's own error, not fail's 503.
+
+    frontend.router.decode_candidates = candidates
+
+
+@dataclasses.dataclass
+class _DefaultErrorDiffers(ReferenceImplementation):
+    async def deploy(self, spec: DeploymentSpec, env: Environment) -> ReferenceDeployment:
+        if spec.router.mismatch_policy is None:
+            return await ReferenceImplementation(frontend_hook=_fail_with_500).deploy(spec, env)
+        return await super().deploy(spec, env)
+
+
+@dataclasses.dataclass
+class _PreselectsOnlyWhenPolicySet(ReferenceImplementation):
+    async def deploy(self, spec: DeploymentSpec, env: Environment) -> ReferenceDeployment:
+        if spec.router.mismatch_policy is None:  # Broken: the default path skips pre-selection.
+            return await ReferenceImplementation(frontend_hook=_selecting(_no_preselection)).deploy(spec, env)
         return await super().deploy(spec, env)
 
 
@@ -238,6 +337,12 @@ def ComparesTheHost() -> ReferenceImplementation:
 def FallsBackNearby() -> ReferenceImplementation:
     """Falls back only to decode workers sharing some label with the prefill. Caught by RouterTopologyFallbackRoutesAnywhere."""
     return ReferenceImplementation(frontend_hook=_fall_back_nearby)
+
+
+def KeepsFallingBack() -> ReferenceImplementation:
+    """Keeps the decode workers a prefill worker fell back to among its candidates after a same-domain one joins.
+    Caught by RouterTopologyFallbackKeepsSameDomain."""
+    return ReferenceImplementation(frontend_hook=_keep_fallback_workers)
 
 
 def FallsBackSilently() -> ReferenceImplementation:
@@ -281,9 +386,31 @@ def PreselectsWhenUnset() -> ReferenceImplementation:
     return ReferenceImplementation(frontend_hook=_selecting(_preselect_when_unset))
 
 
+def PreselectsOnStaleDecodeSet() -> ReferenceImplementation:
+    """Recomputes the preferred prefill workers only when the prefill workers change. Caught by RouterTopologyPrefillPreselection."""
+    return ReferenceImplementation(frontend_hook=_selecting(_preselect_once_per_prefill_set()))
+
+
+def PreselectionNeverShrinks() -> ReferenceImplementation:
+    """Adds a prefill worker to its preferred set when a decode worker joins its domain, never removes it when that one leaves.
+    Caught by RouterTopologyPrefillPreselection."""
+    return ReferenceImplementation(frontend_hook=_selecting(_preselect_growing_only()))
+
+
+def PreselectsOnlyWhenPolicySet() -> ReferenceImplementation:
+    """Pre-selects prefill workers under an explicit policy, not when it is left unset. Caught by RouterTopologyPrefillPreselection."""
+    return _PreselectsOnlyWhenPolicySet()
+
+
 def DefaultsToFallback() -> ReferenceImplementation:
     """Treats an unset mismatch policy as fallback. Caught by RouterTopologyDefaultPolicyIsFail."""
     return _DefaultsToFallback()
+
+
+def DefaultErrorDiffers() -> ReferenceImplementation:
+    """Fails requests under an unset policy, but with a 500 where its explicit fail answers 503.
+    Caught by RouterTopologyDefaultPolicyIsFail."""
+    return _DefaultErrorDiffers()
 
 
 def RetriesDecodeAnywhere() -> ReferenceImplementation:
@@ -295,6 +422,18 @@ def RetriesUnreachableDecodeAnywhere() -> ReferenceImplementation:
     """Retries a decode leg whose worker refused or cut the connection (not an error answer) on any other decode worker.
     Caught by RouterTopologyFailedDecodeStaysInDomain."""
     return ReferenceImplementation(frontend_hook=_retrying_decode_anywhere(_unreachable))
+
+
+def RetriesUnaryDecodeAnywhere() -> ReferenceImplementation:
+    """Retries a failed decode leg of a unary (non-streamed) request on any other decode worker; streams are left alone.
+    Caught by RouterTopologyFailedDecodeStaysInDomain."""
+    return ReferenceImplementation(frontend_hook=_retrying_decode_anywhere(_any_error, unary_only=True))
+
+
+def RetriesSlowDecodeAnywhere() -> ReferenceImplementation:
+    """Gives up a unary decode leg after RETRY_TIMEOUT_S and retries it on any other decode worker.
+    Caught by RouterTopologyFailedDecodeStaysInDomain."""
+    return ReferenceImplementation(frontend_hook=_replacing_generate(_generate_with_timeout_retry))
 
 
 def KeepsLeftDecode() -> ReferenceImplementation:

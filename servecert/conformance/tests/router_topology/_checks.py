@@ -58,5 +58,16 @@ async def drive(
     return Run(outcomes, truth)
 
 
+async def recorded_by(session: aiohttp.ClientSession, deployment: Deployment, worker: WorkerRef) -> bool:
+    """Send one request through the frontend; true when it succeeded and ``worker``'s ground truth has it (by its prompt)."""
+    prompt = traffic.unique_prompt()
+    out = await traffic.complete(session, deployment.frontend_url, MODEL, prompt)
+    if not out.ok:
+        return False
+    truth = GroundTruth(session)
+    await truth.refresh([worker])
+    return bool(truth.by_prompt(prompt))
+
+
 def engines(refs: Sequence[WorkerRef]) -> set[str]:
     return {r.engine_id for r in refs}

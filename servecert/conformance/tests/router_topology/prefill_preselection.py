@@ -2,12 +2,26 @@
 
 ``prefers``: two prefill workers in two domains, a decode worker in only one of them: every
 request's KV must come from the prefill worker beside it, under either policy (the row's fallback
-cell is "Same as fail"). ``otherwise-all``: no prefill worker has a decode worker in its domain
-(the only one shares nothing with either), under fallback so requests are served: both prefill
-workers must be used, as the row's "then fallback to all other prefill workers" says.
+cell is "Same as fail") and with the policy unset (the default is fail). ``otherwise-all``: no
+prefill worker has a decode worker in its domain (the only one shares nothing with either), under
+fallback so requests are served: both prefill workers must be used, as the row's "then fallback to
+all other prefill workers" says.
+``decode-joins``: the prefers shape, under fail, then a decode worker joins the other prefill
+worker's domain (the row's "window where a decode worker can join"): once a request's KV comes
+from that prefill worker (within the suite's eventual-consistency bound), both prefill workers
+have a same-domain decode worker and both must be used. A router that computes its preferred
+prefill workers once, or only when the prefill workers change, keeps only the first.
+``decode-leaves``: the reverse, under fail: each prefill worker has a decode worker beside it,
+both are used; then the second one's decode worker leaves. After the suite's eventual-consistency
+bound (a fixed wait: before it, a router that has not yet seen the leave may still choose either),
+only the first prefill worker has a decode worker "available in its domain", so every request's
+KV must come from it: a router whose preferred set only grows (updated when a decode worker joins,
+never when one leaves) still chooses the second, whose requests then fail.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import aiohttp
 
@@ -16,14 +30,23 @@ from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
+from servecert.harness.observe import GroundTruth
 
 PREFERS = "prefers"
 OTHERWISE_ALL = "otherwise-all"
+DECODE_JOINS = "decode-joins"
+DECODE_LEAVES = "decode-leaves"
 REQUESTS = 24
 
 
 async def check(ctx: TestContext) -> None:
     level, policy, shape = ctx.params["level"], ctx.params["policy"], ctx.params["shape"]
+    if shape == DECODE_JOINS:
+        await _check_decode_joins(ctx, level)
+        return
+    if shape == DECODE_LEAVES:
+        await _check_decode_leaves(ctx, level)
+        return
     if shape == PREFERS:
         workers = [shapes.prefill(level, 0), shapes.prefill(level, 1), shapes.decode(level, 0)]
     else:
@@ -33,7 +56,7 @@ async def check(ctx: TestContext) -> None:
     near, other = deployment.workers[0], deployment.workers[1]
     async with aiohttp.ClientSession() as session:
         run = await router_checks.drive(session, deployment, count=REQUESTS, concurrency=6)
-    what = f"two prefill workers in two {level}s, policy={policy}, shape={shape}"
+    what = f"two prefill workers in two {level}s, policy={policy or 'unset'}, shape={shape}"
     assertions.requests_must_succeed(run.outcomes, what)
     sources = {t.source for t in run.transfers()}
     if shape == PREFERS:
@@ -45,6 +68,65 @@ async def check(ctx: TestContext) -> None:
     assert sources == {near.engine_id, other.engine_id}, (
         f"{what}: with no prefill worker beside a decode worker, every prefill worker is eligible, but in {REQUESTS} "
         f"requests at concurrency 6 KV came only from {sorted(sources)}"
+    )
+
+
+async def _check_decode_joins(ctx: TestContext, level: str) -> None:
+    bounds = ctx.timeouts
+    joining = shapes.decode(level, 1, "joining")
+    workers = [shapes.prefill(level, 0), shapes.prefill(level, 1), shapes.decode(level, 0)]
+    deployment = await ctx.deploy(router_checks.spec(workers, level, "fail", standby=[joining]))
+    near, other = deployment.workers[0], deployment.workers[1]
+    async with aiohttp.ClientSession() as session:
+        before = await router_checks.drive(session, deployment, count=6, concurrency=3)
+        assertions.requests_must_succeed(before.outcomes, f"before a decode worker joins the second prefill worker's {level}")
+        await deployment.add_worker(joining)
+        await assertions.condition_must_hold_eventually(
+            lambda: router_checks.recorded_by(session, deployment, other),
+            bounds.eventual_consistency_s,
+            bounds.poll_interval_s,
+            f"a request prefilled by {other.engine_id} once a decode worker joined its {level} (the preferred prefill "
+            "workers must follow the decode workers present now)",
+        )
+        truth = GroundTruth(session)
+        await truth.refresh(deployment.workers)
+        truth.records.clear()  # NB: read up to now: only the requests below are judged
+        run = await router_checks.drive(session, deployment, count=REQUESTS, concurrency=6, truth=truth)
+    what = f"two prefill workers in two {level}s, policy=fail, a decode worker joined the second one's {level}"
+    assertions.requests_must_succeed(run.outcomes, what)
+    sources = {t.source for t in run.transfers()}
+    assert sources == {near.engine_id, other.engine_id}, (
+        f"{what}: both prefill workers now have a same-{level} decode worker and are preferred alike, but in {REQUESTS} "
+        f"requests at concurrency 6 KV came only from {sorted(sources)}"
+    )
+    assertions.transfers_must_stay_within(run.transfers(), level, what)
+
+
+async def _check_decode_leaves(ctx: TestContext, level: str) -> None:
+    workers = [shapes.prefill(level, 0), shapes.prefill(level, 1), shapes.decode(level, 0), shapes.decode(level, 1, "leaving")]
+    deployment = await ctx.deploy(router_checks.spec(workers, level, "fail"))
+    near, other, leaving = deployment.workers[0], deployment.workers[1], deployment.workers[3]
+    async with aiohttp.ClientSession() as session:
+        before = await router_checks.drive(session, deployment, count=REQUESTS, concurrency=6)
+        what = f"two prefill workers in two {level}s, each beside a decode worker, policy=fail"
+        assertions.requests_must_succeed(before.outcomes, what)
+        used = {t.source for t in before.transfers()}
+        assert used == {near.engine_id, other.engine_id}, (
+            f"{what}: both prefill workers have a same-{level} decode worker and are preferred alike, but in {REQUESTS} "
+            f"requests at concurrency 6 KV came only from {sorted(used)}"
+        )
+        await deployment.remove_worker(leaving)
+        await asyncio.sleep(ctx.timeouts.eventual_consistency_s)  # NB: no request can tell a router that saw the leave
+        truth = GroundTruth(session)
+        await truth.refresh([near, other, deployment.workers[2]])
+        truth.records.clear()  # NB: read up to now: only the requests below are judged
+        run = await router_checks.drive(session, deployment, count=REQUESTS, concurrency=6, truth=truth)
+    what = f"two prefill workers in two {level}s, policy=fail, the second one's same-{level} decode worker left"
+    assertions.requests_must_succeed(run.outcomes, what)
+    sources = {t.source for t in run.transfers()}
+    assert sources == {near.engine_id}, (
+        f"{what}: only {near.engine_id} still has a decode worker in its {level}, so only it may be chosen; "
+        f"KV came from {sorted(sources)}"
     )
 
 
@@ -70,7 +152,10 @@ TEST = ConformanceTest(
             for level in shapes.LEVELS
             for policy in shapes.POLICIES
         ),
+        *(Case(f"{level}-unset", {"level": level, "policy": None, "shape": PREFERS}) for level in shapes.LEVELS),
         *(Case(f"{level}-{OTHERWISE_ALL}", {"level": level, "policy": "fallback", "shape": OTHERWISE_ALL}) for level in shapes.LEVELS),
+        *(Case(f"{level}-{DECODE_JOINS}", {"level": level, "policy": "fail", "shape": DECODE_JOINS}) for level in shapes.LEVELS),
+        *(Case(f"{level}-{DECODE_LEAVES}", {"level": level, "policy": "fail", "shape": DECODE_LEAVES}) for level in shapes.LEVELS),
     ),
     check=check,
 )
