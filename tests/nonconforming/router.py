@@ -215,6 +215,16 @@ RETRY_TIMEOUT_S = 2.0
 """The broken timeout-and-retry router's per-attempt timeout: shorter than the suite's injected stall."""
 
 
+async def _on_another_decode(
+    request: web.Request, fe: frontend_app.Frontend, req: Any, request_id: str, worker: WorkerInfo, handle: dict[str, Any], isl: int
+) -> web.StreamResponse | None:
+    """The broken retry: the request's decode leg again on any other decode worker, whatever its domain; None if none."""
+    others = [d for d in fe.router.workers(req.model).decode if d.engine_id != worker.engine_id]
+    if not others:
+        return None
+    return await _PLAIN_GENERATE(request, fe, req, request_id, others[0], handle, isl)
+
+
 def _generate_retrying_anywhere(retry_when: Callable[[frontend_app.UpstreamError], bool], unary_only: bool = False) -> Generate:
     async def generate(
         request: web.Request,
@@ -228,11 +238,12 @@ def _generate_retrying_anywhere(retry_when: Callable[[frontend_app.UpstreamError
         try:
             return await _PLAIN_GENERATE(request, fe, req, request_id, worker, handle, isl)
         except frontend_app.UpstreamError as err:
-            others = [d for d in fe.router.workers(req.model).decode if d.engine_id != worker.engine_id]
-            if handle is None or not others or not retry_when(err) or (unary_only and req.stream):
+            if handle is None or not retry_when(err) or (unary_only and req.stream):
                 raise
-            # Broken: the retry takes any other decode worker, whatever its domain.
-            return await _PLAIN_GENERATE(request, fe, req, request_id, others[0], handle, isl)
+            retried = await _on_another_decode(request, fe, req, request_id, worker, handle, isl)
+            if retried is None:
+                raise
+            return retried
 
     return generate
 
@@ -251,11 +262,11 @@ async def _generate_with_timeout_retry(
     try:
         return await asyncio.wait_for(_PLAIN_GENERATE(request, fe, req, request_id, worker, handle, isl), RETRY_TIMEOUT_S)
     except TimeoutError:
-        others = [d for d in fe.router.workers(req.model).decode if d.engine_id != worker.engine_id]
-        if not others:
+        # Broken: a slow decode leg is given up and retried elsewhere.
+        retried = await _on_another_decode(request, fe, req, request_id, worker, handle, isl)
+        if retried is None:
             raise
-        # Broken: a slow decode leg is given up and retried on any other decode worker, whatever its domain.
-        return await _PLAIN_GENERATE(request, fe, req, request_id, others[0], handle, isl)
+        return retried
 
 
 def _replacing_generate(generate: Generate) -> FrontendHook:

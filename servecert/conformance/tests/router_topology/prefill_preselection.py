@@ -22,15 +22,17 @@ never when one leaves) still chooses the second, whose requests then fail.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import aiohttp
 
 from servecert import features
+from servecert.adapters.contract import WorkerRef
 from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
-from servecert.harness.observe import GroundTruth
+from servecert.harness.observe import GroundTruth, Transfer
 
 PREFERS = "prefers"
 OTHERWISE_ALL = "otherwise-all"
@@ -65,10 +67,7 @@ async def check(ctx: TestContext) -> None:
             f"KV came from {sorted(sources)}"
         )
         return
-    assert sources == {near.engine_id, other.engine_id}, (
-        f"{what}: with no prefill worker beside a decode worker, every prefill worker is eligible, but in {REQUESTS} "
-        f"requests at concurrency 6 KV came only from {sorted(sources)}"
-    )
+    _both_must_be_chosen(run.transfers(), near, other, f"{what}: no prefill worker is beside a decode worker")
 
 
 async def _check_decode_joins(ctx: TestContext, level: str) -> None:
@@ -94,11 +93,7 @@ async def _check_decode_joins(ctx: TestContext, level: str) -> None:
         run = await router_checks.drive(session, deployment, count=REQUESTS, concurrency=6, truth=truth)
     what = f"two prefill workers in two {level}s, policy=fail, a decode worker joined the second one's {level}"
     assertions.requests_must_succeed(run.outcomes, what)
-    sources = {t.source for t in run.transfers()}
-    assert sources == {near.engine_id, other.engine_id}, (
-        f"{what}: both prefill workers now have a same-{level} decode worker and are preferred alike, but in {REQUESTS} "
-        f"requests at concurrency 6 KV came only from {sorted(sources)}"
-    )
+    _both_must_be_chosen(run.transfers(), near, other, f"{what}: both prefill workers now have a same-{level} decode worker")
     assertions.transfers_must_stay_within(run.transfers(), level, what)
 
 
@@ -110,11 +105,7 @@ async def _check_decode_leaves(ctx: TestContext, level: str) -> None:
         before = await router_checks.drive(session, deployment, count=REQUESTS, concurrency=6)
         what = f"two prefill workers in two {level}s, each beside a decode worker, policy=fail"
         assertions.requests_must_succeed(before.outcomes, what)
-        used = {t.source for t in before.transfers()}
-        assert used == {near.engine_id, other.engine_id}, (
-            f"{what}: both prefill workers have a same-{level} decode worker and are preferred alike, but in {REQUESTS} "
-            f"requests at concurrency 6 KV came only from {sorted(used)}"
-        )
+        _both_must_be_chosen(before.transfers(), near, other, f"{what}: both prefill workers have a same-{level} decode worker")
         await deployment.remove_worker(leaving)
         await asyncio.sleep(ctx.timeouts.eventual_consistency_s)  # NB: no request can tell a router that saw the leave
         truth = GroundTruth(session)
@@ -127,6 +118,13 @@ async def _check_decode_leaves(ctx: TestContext, level: str) -> None:
     assert sources == {near.engine_id}, (
         f"{what}: only {near.engine_id} still has a decode worker in its {level}, so only it may be chosen; "
         f"KV came from {sorted(sources)}"
+    )
+
+
+def _both_must_be_chosen(transfers: Sequence[Transfer], near: WorkerRef, other: WorkerRef, why: str) -> None:
+    sources = {t.source for t in transfers}
+    assert sources == {near.engine_id, other.engine_id}, (
+        f"{why}, so both are eligible alike, but in {REQUESTS} requests at concurrency 6 KV came only from {sorted(sources)}"
     )
 
 
