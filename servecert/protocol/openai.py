@@ -79,15 +79,17 @@ def load_json(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def _typed(body: dict[str, Any], name: str, kinds: tuple[type, ...], default: Any) -> Any:
+def _typed(body: dict[str, Any], name: str, kinds: tuple[type, ...], default: Any, prefix: str = "") -> Any:
+    """``body[name]`` if it is one of ``kinds``, ``default`` when absent or null; else a 422 naming ``prefix + name``."""
     value = body.get(name, default)
     if value is None:
         return default
+    field = prefix + name
     if isinstance(value, bool) and bool not in kinds:
-        raise ApiError(422, f"{name} must be of type {'/'.join(k.__name__ for k in kinds)}, got bool", param=name)
+        raise ApiError(422, f"{field} must be of type {'/'.join(k.__name__ for k in kinds)}, got bool", param=field)
     if not isinstance(value, kinds):
         raise ApiError(
-            422, f"{name} must be of type {'/'.join(k.__name__ for k in kinds)}, got {type(value).__name__}", param=name
+            422, f"{field} must be of type {'/'.join(k.__name__ for k in kinds)}, got {type(value).__name__}", param=field
         )
     return value
 
@@ -125,10 +127,19 @@ def _sampling(body: dict[str, Any], prompt_len: int, context_length: int) -> Sam
     return Sampling(
         max_tokens=max_tokens,
         min_tokens=min_tokens,
-        ignore_eos=bool(_typed(body, "ignore_eos", (bool,), False)),
+        ignore_eos=_ignore_eos(body),
         stop=tuple(stops),
         seed=seed,
     )
+
+
+def _ignore_eos(body: dict[str, Any]) -> bool:
+    """vLLM's top-level ``ignore_eos`` (GuideLLM sends it, AIPerf with ``--extra-inputs``), or Dynamo's ``nvext.ignore_eos``,
+    which takes precedence there (its ``CommonExt``): either spelling shapes a load tool's output length."""
+    nvext = _typed(body, "nvext", (dict,), {})
+    if nvext.get("ignore_eos") is not None:
+        return bool(_typed(nvext, "ignore_eos", (bool,), False, prefix="nvext."))
+    return bool(_typed(body, "ignore_eos", (bool,), False))
 
 
 # name -> (low, high, low is open): vLLM's ranges; the fakes' text does not depend on them.

@@ -67,19 +67,30 @@ def test_a_chat_completion_comes_back_as_an_assistant_message_with_usage(client:
     assert out.usage.prompt_tokens_details.cached_tokens == 0
 
 
+SPELLINGS = {
+    "vllm": {"ignore_eos": True},  # GuideLLM's, and AIPerf's with --extra-inputs ignore_eos:true
+    "nvext": {"nvext": {"ignore_eos": True}},  # Dynamo's
+    "nvext-wins": {"ignore_eos": False, "nvext": {"ignore_eos": True}},  # Dynamo: nvext takes precedence
+}
+LENGTH = 300
+"""Long enough that a spelling not honoured shows: the fake's EOS (1/64 a token) ends 99 % of answers before it."""
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
 @pytest.mark.parametrize("chat", [False, True], ids=["completions", "chat"])
-def test_ignore_eos_gives_exactly_max_tokens_completion_tokens(client: openai.OpenAI, chat: bool) -> None:
+def test_ignore_eos_gives_exactly_max_tokens_completion_tokens(client: openai.OpenAI, chat: bool, spelling: str) -> None:
+    extra = SPELLINGS[spelling]
     if chat:
         out = client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": unique()}], max_tokens=7, extra_body={"ignore_eos": True}
+            model="m", messages=[{"role": "user", "content": unique()}], max_completion_tokens=LENGTH, extra_body=extra
         )
         text = out.choices[0].message.content or ""
     else:
-        out = client.completions.create(model="m", prompt=unique(), max_tokens=7, extra_body={"ignore_eos": True})
+        out = client.completions.create(model="m", prompt=unique(), max_tokens=LENGTH, extra_body=extra)
         text = out.choices[0].text
-    assert out.usage is not None and out.usage.completion_tokens == 7
+    assert out.usage is not None and out.usage.completion_tokens == LENGTH
     assert out.choices[0].finish_reason == "length"
-    assert len(text.split()) == 7
+    assert len(text.split()) == LENGTH
 
 
 def test_a_streamed_completion_has_one_chunk_per_token(client: openai.OpenAI) -> None:

@@ -79,6 +79,9 @@ MISTAKES: list[Any] = [
     *_both("min-tokens-over-max-tokens", 400, "min_tokens", "invalid_request", min_tokens=5, max_tokens=4),
     *_both("negative-min-tokens", 400, "min_tokens", "invalid_request", min_tokens=-1),
     *_both("n-is-2", 400, "n", "invalid_request", n=2),
+    *_both("ignore-eos-as-string", 422, "ignore_eos", "invalid_type", ignore_eos="yes"),
+    *_both("nvext-as-list", 422, "nvext", "invalid_type", nvext=[True]),
+    *_both("nvext-ignore-eos-as-int", 422, "nvext.ignore_eos", "invalid_type", nvext={"ignore_eos": 1}),
     # streaming flags
     *_both("stream-as-string", 422, "stream", "invalid_type", stream="true"),
     *_both("stream-options-as-string", 422, "stream_options", "invalid_type", stream=True, stream_options="usage"),
