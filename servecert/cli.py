@@ -24,11 +24,11 @@ def _engine_serve(args: argparse.Namespace) -> int:
 def _engine_model_folder(args: argparse.Namespace) -> int:
     from servecert.fakes import model_folder
 
-    for path in model_folder.write(args.folder, args.context_length):
+    for path in model_folder.write(args.folder, args.context_length, args.tokenizer):
         print(path)
     print(
         f"the fake model's folder: load it as the tokenizer of the served model (e.g. aiperf --tokenizer {args.folder}); "
-        "its token counts equal the fake engines' usage"
+        f"its token counts equal the fake engines' usage when they serve with --tokenizer {args.tokenizer}"
     )
     return 0
 
@@ -188,6 +188,7 @@ def _add_pod_programs(commands: Commands) -> None:
 
 def _add_engine(commands: Commands) -> None:
     from servecert.fakes import serve
+    from servecert.protocol import tokenizer
 
     engine = commands.add_parser("engine", help="fake GPU engines").add_subparsers(dest="action", required=True)
     serve_p = engine.add_parser("serve", help="start fake engines in the foreground and print their addresses")
@@ -198,6 +199,13 @@ def _add_engine(commands: Commands) -> None:
     )
     folder_p.add_argument("folder", type=Path, help="the folder to write (created if missing)")
     folder_p.add_argument("--context-length", type=int, default=8192, help="max_position_embeddings and model_max_length")
+    folder_p.add_argument(
+        "--tokenizer",
+        choices=sorted(tokenizer.KNOWN),
+        default=tokenizer.TOKENIZER_NAME,
+        help="the engines' --tokenizer: servecert-bytes-v1 gives real clients' text distinct tokens (their prompts decode "
+        "from token ids); servecert-words-v1's folder knows only the engines' own words",
+    )
     folder_p.set_defaults(run=_engine_model_folder)
 
 

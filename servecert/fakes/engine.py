@@ -90,6 +90,8 @@ class EngineConfig:
     faults: faults_mod.Faults = field(default_factory=faults_mod.Faults)
     pd_protocol: str = engine_api.PD_SERVECERT
     """How P/D routers hand requests over on the OpenAI routes: ``servecert`` (none), ``vllm``, ``sglang`` (``servecert.fakes.pd_wire``)."""
+    tokenizer: str = tokenizer.TOKENIZER_NAME
+    """The model card's tokenizer (``servecert.protocol.tokenizer.KNOWN``): words-v1 for the suite, bytes-v1 for real clients."""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -98,6 +100,7 @@ class EngineConfig:
             raise ValueError(f"pd_protocol must be one of {engine_api.PD_PROTOCOLS}, got {self.pd_protocol!r}")
         if self.time_scale < 0:
             raise ValueError("time_scale must be >= 0")
+        tokenizer.by_name(self.tokenizer)
         for name in ("block_size", "num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens", "context_length"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
@@ -207,9 +210,10 @@ class Engine:
         self.config = config
         self.engine_id = config.engine_id or f"{config.role}-{uuid.uuid4().hex[:8]}"
         self.url = ""  # set by whoever serves it over HTTP
+        self.tokenizer = tokenizer.by_name(config.tokenizer)
         self.card = ModelCard(
             served_model_name=config.model,
-            tokenizer=tokenizer.TOKENIZER_NAME,
+            tokenizer=config.tokenizer,
             context_length=config.context_length,
             block_size=config.block_size,
             worker_type=config.role,
@@ -644,7 +648,7 @@ class Engine:
         s = seq.sampling
         if not s.ignore_eos and seq.generated >= s.min_tokens and seq.rng.random() < self.config.eos_rate:
             return tokenizer.EOS_ID
-        return tokenizer.FIRST_WORD_ID + seq.rng.randrange(tokenizer.VOCAB_SIZE - tokenizer.FIRST_WORD_ID)
+        return self.tokenizer.generate(seq.rng)
 
     def _emit(self, seq: Seq, token: int, now: float) -> None:
         m = self.metrics
@@ -654,7 +658,7 @@ class Engine:
         s = seq.sampling
         if s.stop and seq.generated >= s.min_tokens:
             # NB: the token that completes a stop string is withheld whole (tokens are whole words).
-            text = seq.text + tokenizer.decode_token(token)
+            text = seq.text + self.tokenizer.decode_token(token)
             if any(stop in text for stop in s.stop):
                 self._finish(seq, "stop", now)
                 return
@@ -697,7 +701,7 @@ class Engine:
     def _finish_prefill(self, seq: Seq, now: float) -> None:
         first = self._sample(seq)
         if first == tokenizer.EOS_ID:  # a prefill worker always hands over a real first token
-            first = tokenizer.FIRST_WORD_ID
+            first = self.tokenizer.first_token
         handle = KvHandle(
             handle_id=uuid.uuid4().hex,
             engine_id=self.engine_id,

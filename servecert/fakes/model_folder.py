@@ -18,8 +18,19 @@ equal the engine's ``usage``:
   token (``servecert.protocol.tokenizer.render_chat``).
 
 Token *ids* differ from the engine's for words outside the decode list (``encode`` hashes
-pieces); only counts are the contract. No ``tokenizers`` package is needed to write the folder;
-``tests/fakes/test_model_folder.py`` loads it with ``tokenizers`` and checks the counts.
+pieces); only counts are the contract. But a client that builds its prompts by decoding the ids of
+its own corpus (AIPerf, GuideLLM) finds none of its English words here, so every prompt it builds
+is ``unk unk ...``, and the engine serves nearly all of it from the prefix cache.
+
+For those clients the folder of ``servecert-bytes-v1`` (``files(tokenizer_name=BYTES_NAME)``): a
+byte-level BPE with no merges (GPT-2's byte-to-character map, one token a UTF-8 byte, ids
+``BYTE_BASE + byte``), the same specials, and a chat template with no white space around the
+markers. Its ids equal the engine's exactly, for any text, and decoding gives the text back, so a
+client's prompts share a prefix only where their text does. Engines serve it with ``--tokenizer
+servecert-bytes-v1``.
+
+No ``tokenizers`` package is needed to write either folder; ``tests/fakes/test_model_folder.py``
+loads them with ``tokenizers`` and checks counts (words) and ids (bytes).
 """
 
 from __future__ import annotations
@@ -44,14 +55,17 @@ CHAT_TEMPLATE = (
     "{% for message in messages %}<|{{ message['role'] }}|> {{ message['content'] }} {% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
+BYTES_CHAT_TEMPLATE = (
+    "{% for message in messages %}<|{{ message['role'] }}|>{{ message['content'] }}{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+"""bytes-v1's: white space is a token there, so none stands beside a marker (``servecert.protocol.tokenizer.BYTES.render_chat``)."""
 FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json")
 
 
 def _specials() -> dict[str, int]:
     """The tokens clients treat as special (skipped when they decode): BOS, EOS and the chat role markers."""
-    out = {BOS: 1, EOS: words.EOS_ID}
-    out.update({f"<|{role}|>": token_id for role, token_id in words.ROLE_IDS.items()})
-    return out
+    return dict(words.SPECIAL_TEXT)
 
 
 def vocabulary() -> dict[str, int]:
@@ -95,12 +109,51 @@ def tokenizer_json() -> dict[str, Any]:
     }
 
 
-def files(context_length: int = 8192) -> dict[str, dict[str, Any]]:
-    """Every file of the folder, by name."""
+def byte_characters() -> dict[int, str]:
+    """GPT-2's map of each byte to a printable character, as Hugging Face's ``ByteLevel`` pre-tokenizer applies it."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars = {b: chr(b) for b in printable}
+    shifted = (b for b in range(256) if b not in chars)
+    chars.update({b: chr(256 + n) for n, b in enumerate(shifted)})
+    return dict(sorted(chars.items()))
+
+
+def bytes_tokenizer_json() -> dict[str, Any]:
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+    vocab = {char: words.BYTE_BASE + b for b, char in byte_characters().items()}
+    vocab.update(_specials())
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [_added_token(content, token_id) for content, token_id in sorted(_specials().items(), key=lambda kv: kv[1])],
+        "normalizer": None,
+        "pre_tokenizer": byte_level,
+        "post_processor": None,
+        "decoder": byte_level,
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": [],
+        },
+    }
+
+
+def files(context_length: int = 8192, tokenizer_name: str = words.TOKENIZER_NAME) -> dict[str, dict[str, Any]]:
+    """Every file of the folder, by name, for the engines' tokenizer ``tokenizer_name``."""
+    tok = words.by_name(tokenizer_name)
+    vocab_size = words.VOCAB_SIZE if tok is words.WORDS else words.BYTE_BASE + 256
     config = {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
-        "vocab_size": words.VOCAB_SIZE,
+        "vocab_size": vocab_size,
         "hidden_size": 4096,
         "intermediate_size": 11008,
         "num_hidden_layers": 32,
@@ -110,7 +163,7 @@ def files(context_length: int = 8192) -> dict[str, dict[str, Any]]:
         "bos_token_id": 1,
         "eos_token_id": words.EOS_ID,
         "torch_dtype": "float16",
-        "servecert_tokenizer": words.TOKENIZER_NAME,
+        "servecert_tokenizer": tok.name,
     }
     tokenizer_config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
@@ -119,23 +172,23 @@ def files(context_length: int = 8192) -> dict[str, dict[str, Any]]:
         "add_bos_token": False,
         "add_eos_token": False,
         "model_max_length": context_length,
-        "chat_template": CHAT_TEMPLATE,
+        "chat_template": CHAT_TEMPLATE if tok is words.WORDS else BYTES_CHAT_TEMPLATE,
         "clean_up_tokenization_spaces": False,
     }
     return {
         "config.json": config,
-        "tokenizer.json": tokenizer_json(),
+        "tokenizer.json": tokenizer_json() if tok is words.WORDS else bytes_tokenizer_json(),
         "tokenizer_config.json": tokenizer_config,
         "special_tokens_map.json": {"bos_token": BOS, "eos_token": EOS},
         "generation_config.json": {"bos_token_id": 1, "eos_token_id": words.EOS_ID, "do_sample": False},
     }
 
 
-def write(folder: Path, context_length: int = 8192) -> list[Path]:
+def write(folder: Path, context_length: int = 8192, tokenizer_name: str = words.TOKENIZER_NAME) -> list[Path]:
     """Write the folder (created if missing; these files replaced); returns the paths written."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, content in files(context_length).items():
+    for name, content in files(context_length, tokenizer_name).items():
         path = folder / name
         path.write_text(json.dumps(content, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         written.append(path)

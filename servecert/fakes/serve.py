@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from servecert.fakes import faults, groundtruth, network, timing, topology_env
 from servecert.fakes.engine import ROLES, Engine, EngineConfig
 from servecert.fakes.host import DRAIN_QUIET_S, EngineHost, addresses
-from servecert.protocol import connection_guard, discovery_files, event_loop, kube_names
+from servecert.protocol import connection_guard, discovery_files, event_loop, kube_names, tokenizer
 from servecert.protocol.engine_api import PD_PROTOCOLS, PD_SERVECERT
 
 if TYPE_CHECKING:
@@ -76,6 +76,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=PD_SERVECERT,
         help="how P/D routers hand requests over on the OpenAI routes: vllm (kv_transfer_params), sglang (bootstrap room), "
         "or servecert (the runtime API only)",
+    )
+    p.add_argument(
+        "--tokenizer",
+        choices=sorted(tokenizer.KNOWN),
+        default=tokenizer.TOKENIZER_NAME,
+        help=f"the model card's tokenizer: {tokenizer.TOKENIZER_NAME} (the suite's) or {tokenizer.BYTES_NAME} (one token a UTF-8 "
+        "byte, for real benchmark clients: give them `servecert engine model-folder --tokenizer` of the same)",
     )
     p.add_argument("--kv-bytes-per-token", type=int, default=131072)
     p.add_argument(
@@ -160,6 +167,7 @@ def config_from_args(args: argparse.Namespace, index: int = 0) -> EngineConfig:
         engine_version=args.engine_version,
         protocol_version=args.protocol_version,
         pd_protocol=args.pd_protocol,
+        tokenizer=args.tokenizer,
         kv_bytes_per_token=args.kv_bytes_per_token,
         spec_accept_length=args.spec_accept_length,
         timing=timing.from_spec(args.timing),

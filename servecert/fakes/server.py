@@ -39,7 +39,7 @@ from aiohttp import web
 
 from servecert.fakes import groundtruth, kv_pull, pd_wire
 from servecert.fakes.engine import Engine, EngineError, Seq
-from servecert.protocol import connection_guard, engine_api, tokenizer, waiting
+from servecert.protocol import connection_guard, engine_api, waiting
 from servecert.protocol import openai as openai_api
 from servecert.protocol.engine_api import EngineRequest
 
@@ -169,10 +169,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     return await _openai(request, openai_api.parse_chat)
 
 
-async def _openai(request: web.Request, parse: Callable[[dict[str, Any], str, int], openai_api.OpenAIRequest]) -> web.StreamResponse:
+async def _openai(request: web.Request, parse: openai_api.Parse) -> web.StreamResponse:
     engine = request.app[ENGINE]
     body = openai_api.load_json(await request.read())
-    req = parse(body, engine.config.model, engine.config.context_length)
+    req = parse(body, engine.config.model, engine.config.context_length, engine.tokenizer)
     leg = pd_wire.leg_of(body, engine.config.pd_protocol, engine.config.role)
     prefix = "chatcmpl-" if req.chat else "cmpl-"
     ereq = EngineRequest(
@@ -194,9 +194,9 @@ async def _openai(request: web.Request, parse: Callable[[dict[str, Any], str, in
         tokens = await _collect(engine, seq)
         use = openai_api.usage(seq.prompt_len, seq.generated, seq.record.cached_tokens)
         reason = seq.stream.finish_reason or "length"
-        body_out = openai_api.full_body(req, ereq.request_id, tokenizer.decode(tokens), reason, use)
+        body_out = openai_api.full_body(req, ereq.request_id, engine.tokenizer.decode(tokens), reason, use)
         return web.json_response(body_out, headers={ENGINE_HEADER: engine.engine_id})
-    writer = openai_api.ChunkWriter(ereq.request_id, req.model, req.chat)
+    writer = openai_api.ChunkWriter(ereq.request_id, req.model, req.chat, engine.tokenizer)
     resp = web.StreamResponse(headers={**SSE_HEADERS, ENGINE_HEADER: engine.engine_id})
     await resp.prepare(request)
     pending = writer.first()
@@ -223,7 +223,7 @@ async def _prefill_leg(request: web.Request, req: openai_api.OpenAIRequest, ereq
         raise EngineError(engine_api.ENGINE_UNAVAILABLE, "prefill ended without a KV handle")
     request.app[RENDEZVOUS].pin(pd_wire.pin_key(leg, handle), handle)
     use = openai_api.usage(seq.prompt_len, 1, seq.record.cached_tokens)
-    body = openai_api.full_body(req, ereq.request_id, tokenizer.decode([handle.first_token]), "length", use)
+    body = openai_api.full_body(req, ereq.request_id, req.tokenizer.decode([handle.first_token]), "length", use)
     params = pd_wire.prefill_params(engine.config.pd_protocol, handle, engine.config.block_size, engine.config.tensor_parallel_size)
     if params is not None:
         body["kv_transfer_params"] = params

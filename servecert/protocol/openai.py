@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,12 +30,12 @@ from servecert.protocol import tokenizer
 from servecert.protocol.engine_api import Sampling
 
 MAX_TOKENS_LIMIT = 1_000_000
-_json_text: dict[int, bytes] = {}  # token id -> its text as a JSON string literal
+_json_text: dict[str, dict[int, bytes]] = {}  # tokenizer name -> token id -> its text as a JSON string literal
 
 
-def _encode_text(token_id: int) -> bytes:
-    encoded = json.dumps(tokenizer.decode_token(token_id)).encode()
-    _json_text[token_id] = encoded
+def _encode_text(tok: tokenizer.Tokenizer, token_id: int) -> bytes:
+    encoded = json.dumps(tok.decode_token(token_id)).encode()
+    _json_text.setdefault(tok.name, {})[token_id] = encoded
     return encoded
 
 
@@ -65,6 +66,7 @@ class OpenAIRequest:
     stream: bool
     include_usage: bool
     chat: bool
+    tokenizer: tokenizer.Tokenizer = tokenizer.WORDS
 
 
 def load_json(raw: bytes) -> dict[str, Any]:
@@ -247,25 +249,27 @@ def _text(value: str, param: str) -> str:
     return value
 
 
-def parse_completion(body: dict[str, Any], served: str, context_length: int) -> OpenAIRequest:
+def parse_completion(
+    body: dict[str, Any], served: str, context_length: int, tok: tokenizer.Tokenizer = tokenizer.WORDS
+) -> OpenAIRequest:
     model, stream, include_usage = _common(body, served)
     if "prompt" not in body:
         raise ApiError(400, "prompt is required", param="prompt")
     prompt = body["prompt"]
     if isinstance(prompt, str):
-        ids = tokenizer.encode(_text(prompt, "prompt"))
+        ids = tok.encode(_text(prompt, "prompt"))
     elif isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
         ids = [int(t) for t in prompt]
         if not all(0 <= t < tokenizer.VOCAB_SIZE for t in ids):
             raise ApiError(400, f"prompt token ids must be within [0, {tokenizer.VOCAB_SIZE})", param="prompt")
     elif isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
-        ids = tokenizer.encode(_text(prompt[0], "prompt"))
+        ids = tok.encode(_text(prompt[0], "prompt"))
     else:
         raise ApiError(422, "prompt must be a string or a list of token ids", param="prompt")
     if not ids:
         raise ApiError(400, "prompt is empty", param="prompt")
     _check_context(ids, context_length, "prompt")
-    return OpenAIRequest(model, ids, _sampling(body, len(ids), context_length), stream, include_usage, chat=False)
+    return OpenAIRequest(model, ids, _sampling(body, len(ids), context_length), stream, include_usage, chat=False, tokenizer=tok)
 
 
 def _content(message: dict[str, Any], index: int) -> str:
@@ -282,7 +286,7 @@ def _content(message: dict[str, Any], index: int) -> str:
     raise ApiError(422, f"messages[{index}].content must be a string or a list of text parts", param="messages")
 
 
-def parse_chat(body: dict[str, Any], served: str, context_length: int) -> OpenAIRequest:
+def parse_chat(body: dict[str, Any], served: str, context_length: int, tok: tokenizer.Tokenizer = tokenizer.WORDS) -> OpenAIRequest:
     model, stream, include_usage = _common(body, served)
     messages = body.get("messages")
     if messages is None:
@@ -298,17 +302,22 @@ def parse_chat(body: dict[str, Any], served: str, context_length: int) -> OpenAI
         if message["role"] not in tokenizer.ROLE_IDS:
             raise ApiError(400, f"messages[{i}].role {message['role']!r} is not a known role", param="messages")
         pairs.append((message["role"], _content(message, i)))
-    ids = tokenizer.render_chat(pairs)
+    ids = tok.render_chat(pairs)
     _check_context(ids, context_length, "messages")
-    return OpenAIRequest(model, ids, _sampling(body, len(ids), context_length), stream, include_usage, chat=True)
+    return OpenAIRequest(model, ids, _sampling(body, len(ids), context_length), stream, include_usage, chat=True, tokenizer=tok)
+
+
+Parse = Callable[[dict[str, Any], str, int, tokenizer.Tokenizer], OpenAIRequest]
+"""``parse_completion`` or ``parse_chat``: a body, the served model's name, its context length and tokenizer."""
 
 
 class ChunkWriter:
     """Pre-encoded pieces of the SSE chunks of one streamed response."""
 
-    def __init__(self, request_id: str, model: str, chat: bool) -> None:
+    def __init__(self, request_id: str, model: str, chat: bool, tok: tokenizer.Tokenizer = tokenizer.WORDS) -> None:
         created = int(time.time())
         self.chat = chat
+        self.tokenizer = tok
         if chat:
             head = {"id": request_id, "object": "chat.completion.chunk", "created": created, "model": model}
             self._head = ("data: " + json.dumps(head)[:-1] + ',"choices":[{"index":0,"delta":{"content":').encode()
@@ -327,8 +336,9 @@ class ChunkWriter:
         return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
     def tokens(self, token_ids: list[int]) -> bytes:
-        head, tail, text = self._head, self._tail, _json_text
-        return b"".join([head + (text.get(t) or _encode_text(t)) + tail for t in token_ids])
+        head, tail, tok = self._head, self._tail, self.tokenizer
+        text = _json_text.get(tok.name) or {}
+        return b"".join([head + (text.get(t) or _encode_text(tok, t)) + tail for t in token_ids])
 
     def final(self, finish_reason: str, usage: dict[str, Any] | None) -> bytes:
         choice: dict[str, Any] = {"index": 0, "finish_reason": finish_reason}

@@ -17,14 +17,27 @@ contract. The rules:
 
 Block hashes are chained (each block's hash covers its parent's hash and its own tokens), so two
 prompts share a block hash exactly when they share every token up to the end of that block.
+
+A second tokenizer, ``servecert-bytes-v1``, is for real benchmark clients (AIPerf, GuideLLM), which
+build their prompts by decoding token ids with the served model's Hugging Face tokenizer: no
+finite word list covers their text, so under ``servecert-words-v1``'s folder every English word
+was its unknown token and every prompt the same ``unk unk ...``. Under bytes-v1 each UTF-8 byte is
+one token (``BYTE_BASE + byte``), as a byte-level BPE with no merges: any text has distinct ids,
+the folder's ``tokenizer.json`` (``servecert.fakes.model_folder``) encodes exactly so, and decoding
+gives the text back, so two prompts share a prefix only where their text does. The fake generates
+ASCII letters and spaces; the chat template is the same markers with no white space around them.
+An engine names its tokenizer in its model card (``servecert engine serve --tokenizer``); the
+suite's own tests use words-v1. ``by_name`` gives either as a ``Tokenizer``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 TOKENIZER_NAME = "servecert-words-v1"
@@ -106,3 +119,92 @@ def block_hashes(token_ids: Sequence[int], block_size: int) -> list[int]:
         parent = hash((parent, *token_ids[start : start + block_size]))
         hashes.append(parent)
     return hashes
+
+
+BYTES_NAME = "servecert-bytes-v1"
+BYTE_BASE = FIRST_WORD_ID
+"""The id of byte 0 under bytes-v1: the specials (EOS, the role markers) keep their words-v1 ids below it."""
+GENERATED_BYTES = b"abcdefghijklmnopqrstuvwxyz "
+"""What a fake engine generates under bytes-v1: one ASCII byte a token, so every token decodes alone."""
+
+
+BOS_ID = 1
+SPECIAL_TEXT = {"<s>": BOS_ID, "</s>": EOS_ID, **{f"<|{role}|>": token_id for role, token_id in ROLE_IDS.items()}}
+"""The specials as text: a Hugging Face tokenizer reads them in any text as one token each (the model folder's ``added_tokens``)."""
+_SPECIALS = re.compile("|".join(re.escape(text) for text in SPECIAL_TEXT))
+
+
+def encode_bytes(text: str) -> list[int]:
+    """One id a UTF-8 byte; a special's text (``<|user|>``) is its one id, as Hugging Face's added tokens are."""
+    ids: list[int] = []
+    start = 0
+    for match in _SPECIALS.finditer(text):
+        ids.extend(BYTE_BASE + b for b in text[start : match.start()].encode())
+        ids.append(SPECIAL_TEXT[match.group()])
+        start = match.end()
+    ids.extend(BYTE_BASE + b for b in text[start:].encode())
+    return ids
+
+
+def decode_bytes(token_ids: Iterable[int]) -> str:
+    """The text of byte tokens; specials are skipped, as clients decode with ``skip_special_tokens``."""
+    data = bytes(t - BYTE_BASE for t in token_ids if BYTE_BASE <= t < BYTE_BASE + 256)
+    return data.decode(errors="replace")
+
+
+def _decode_byte_token(token_id: int) -> str:
+    return chr(token_id - BYTE_BASE) if BYTE_BASE <= token_id < BYTE_BASE + 128 else ""
+
+
+def _render(encode_text: Callable[[str], list[int]]) -> Callable[[Sequence[tuple[str, str]]], list[int]]:
+    def render(messages: Sequence[tuple[str, str]]) -> list[int]:
+        ids: list[int] = []
+        for role, content in messages:
+            ids.append(ROLE_IDS.get(role, ROLE_IDS["user"]))
+            ids.extend(encode_text(content))
+        ids.append(ROLE_IDS["assistant"])
+        return ids
+
+    return render
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """One tokenizer, as the fakes and the reference frontend use it; ``generate`` draws a token the fake emits."""
+
+    name: str
+    encode: Callable[[str], list[int]]
+    render_chat: Callable[[Sequence[tuple[str, str]]], list[int]]
+    decode: Callable[[Iterable[int]], str]
+    decode_token: Callable[[int], str]
+    generate: Callable[[random.Random], int]
+    first_token: int  # a real token a prefill worker hands over when its draw was EOS
+
+
+WORDS = Tokenizer(
+    TOKENIZER_NAME,
+    encode,
+    render_chat,
+    decode,
+    decode_token,
+    lambda rng: FIRST_WORD_ID + rng.randrange(VOCAB_SIZE - FIRST_WORD_ID),
+    FIRST_WORD_ID,
+)
+BYTES = Tokenizer(
+    BYTES_NAME,
+    encode_bytes,
+    _render(encode_bytes),
+    decode_bytes,
+    _decode_byte_token,
+    lambda rng: BYTE_BASE + GENERATED_BYTES[rng.randrange(len(GENERATED_BYTES))],
+    BYTE_BASE + GENERATED_BYTES[0],
+)
+KNOWN = {t.name: t for t in (WORDS, BYTES)}
+
+
+def by_name(name: str) -> Tokenizer:
+    """The tokenizer a model card names; a ValueError naming the known ones for any other."""
+    found = KNOWN.get(name)
+    if found is None:
+        raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(sorted(KNOWN))}")
+    return found

@@ -23,7 +23,7 @@ import aiohttp
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 
-from servecert.protocol import connection_guard, engine_api, tokenizer
+from servecert.protocol import connection_guard, engine_api
 from servecert.protocol import openai as openai_api
 from servecert.protocol.engine_api import EngineRequest
 from servecert.reference_impl.frontend import topology
@@ -35,7 +35,6 @@ from servecert.reference_impl.frontend.worker_sets import WorkerSets
 
 log = logging.getLogger("servecert.frontend")
 
-Parse = Callable[[dict[str, Any], str, int], openai_api.OpenAIRequest]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -265,7 +264,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     return await _serve(request, openai_api.parse_chat)
 
 
-async def _serve(request: web.Request, parse: Parse) -> web.StreamResponse:
+async def _serve(request: web.Request, parse: openai_api.Parse) -> web.StreamResponse:
     fe = request.app[FRONTEND]
     body = openai_api.load_json(await request.read())
     model = body.get("model")
@@ -274,7 +273,7 @@ async def _serve(request: web.Request, parse: Parse) -> web.StreamResponse:
     if not isinstance(model, str):
         raise openai_api.ApiError(422, f"model must be a string, got {type(model).__name__}", param="model")
     workers = fe.router.workers(model)
-    req = parse(body, model, workers.context_length())
+    req = parse(body, model, workers.context_length(), workers.tokenizer())
     request_id = ("chatcmpl-" if req.chat else "cmpl-") + uuid.uuid4().hex
     first = fe.router.first(workers, req.token_ids)
     isl = len(req.token_ids)
@@ -303,7 +302,7 @@ async def _generate(
     try:
         if not req.stream:
             data = await fe.call(worker, "/engine/generate", fe.generate_body(worker, req, request_id, False, handle))
-            text = tokenizer.decode(data["token_ids"])
+            text = req.tokenizer.decode(data["token_ids"])
             reason = data.get("finish_reason") or "length"
             return web.json_response(openai_api.full_body(req, request_id, text, reason, data["usage"]))
         return await _relay(request, fe, req, request_id, worker, handle)
@@ -322,7 +321,7 @@ async def _relay(
     """Stream the engine's NDJSON tokens to the client as SSE, converting in batches."""
     assert fe.session is not None
     body = fe.generate_body(worker, req, request_id, True, handle)
-    writer = openai_api.ChunkWriter(request_id, req.model, req.chat)
+    writer = openai_api.ChunkWriter(request_id, req.model, req.chat, req.tokenizer)
     try:
         upstream = await fe.session.post(worker.url + "/engine/generate", json=body)
     except (aiohttp.ClientError, TimeoutError) as exc:

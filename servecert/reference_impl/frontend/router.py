@@ -43,6 +43,11 @@ class ModelWorkers:
     def context_length(self) -> int:
         return min(w.card.context_length for w in (*self.agg, *self.prefill, *self.decode))
 
+    def tokenizer(self) -> tokenizer.Tokenizer:
+        """The tokenizer the first leg's model card names (worker sets accept only known ones)."""
+        pool = self.first_leg() or self.decode
+        return tokenizer.by_name(pool[0].card.tokenizer)
+
 
 class Router:
     def __init__(

@@ -61,7 +61,7 @@ class WorkerSets:
             return False
         key: SetKey = (worker.namespace, worker.model, worker.role)
         self.remove(worker.engine_id)
-        if worker.card.tokenizer != tokenizer.TOKENIZER_NAME:
+        if worker.card.tokenizer not in tokenizer.KNOWN:
             self._reject(worker, key, "", f"unknown tokenizer {worker.card.tokenizer!r}")
             return False
         incumbent = self._cards.setdefault(key, worker.checksum)

@@ -6,7 +6,8 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -147,36 +148,58 @@ async def test_a_repeated_prompt_goes_to_the_worker_holding_its_prefix(env: Proc
         await dep.close()
 
 
+@contextmanager
+def frontend_process(discovery: Path) -> Iterator[str]:
+    """``servecert frontend serve`` over ``discovery``: its URL once it is ready; stopped (by pid) afterwards."""
+    cmd = [sys.executable, "-m", "servecert", "frontend", "serve", "--port", "0", "--discovery-dir", str(discovery)]
+    frontend = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        assert frontend.stdout is not None
+        url = frontend.stdout.readline().split("url=", 1)[1].strip()
+        assert frontend.stdout.readline().startswith("ready")
+        yield url
+    finally:
+        frontend.terminate()
+        frontend.wait(timeout=10)
+        assert frontend.stdout is not None
+        frontend.stdout.close()
+
+
+async def _first_served(url: str, body: dict[str, object]) -> dict[str, object]:
+    """The first answer the frontend serves to ``body`` (non-streamed); discovery polls every 0.2 s."""
+    async with aiohttp.ClientSession() as session:
+
+        async def served() -> dict[str, object] | None:
+            path = "/v1/chat/completions" if "messages" in body else "/v1/completions"
+            async with session.post(url + path, json=body) as resp:
+                return dict(await resp.json()) if resp.status == 200 else None
+
+        found = await waiting.until_async(served, timeout_s=10.0, what="an answer through the frontend", interval_s=0.1)
+        assert found is not None
+        return found
+
+
 def test_the_frontend_process_finds_engines_by_file_discovery(tmp_path: Path) -> None:
     folder = tmp_path / "workers"
-    with serve_process("--model", MODEL, "--port", "0", "--time-scale", "0", "--discovery-dir", str(folder)):
-        cmd = [sys.executable, "-m", "servecert", "frontend", "serve", "--port", "0", "--discovery-dir", str(folder)]
-        frontend = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-        try:
-            assert frontend.stdout is not None
-            url = frontend.stdout.readline().split("url=", 1)[1].strip()
-            assert frontend.stdout.readline().startswith("ready")
-
-            async def ask() -> traffic.Outcome:
-                async with aiohttp.ClientSession() as session:
-
-                    async def served() -> traffic.Outcome | None:
-                        out = await traffic.complete(session, url, MODEL, traffic.unique_prompt())
-                        return out if out.ok else None
-
-                    found = await waiting.until_async(  # discovery polls every 0.2 s
-                        served, timeout_s=10.0, what="a completion through the frontend", interval_s=0.1
-                    )
-                    assert found is not None
-                    return found
-
-            assert asyncio.run(ask()).ok
-        finally:
-            frontend.terminate()
-            frontend.wait(timeout=10)
-            assert frontend.stdout is not None
-            frontend.stdout.close()
+    engine = serve_process("--model", MODEL, "--port", "0", "--time-scale", "0", "--discovery-dir", str(folder))
+    with engine, frontend_process(folder) as url:
+        answer = asyncio.run(_first_served(url, {"model": MODEL, "prompt": traffic.unique_prompt(), "max_tokens": 4}))
+        assert answer["object"] == "text_completion"
     assert not list(folder.glob("*.json")), "engines unpublish themselves when they stop"
+
+
+def test_the_frontend_tokenizes_as_its_engines_model_card_says(tmp_path: Path) -> None:
+    """Disaggregated engines serving ``servecert-bytes-v1``: the frontend counts, routes and answers in bytes."""
+    folder, text = tmp_path / "workers", "Thou art more lovely and more temperate: ünïcödé"
+    common = ("--model", MODEL, "--port", "0", "--time-scale", "0", "--discovery-dir", str(folder), "--tokenizer", tokenizer.BYTES_NAME)
+    body = {"model": MODEL, "messages": [{"role": "user", "content": text}], "max_tokens": 12, "ignore_eos": True}
+    prefill, decode = serve_process(*common, "--role", "prefill"), serve_process(*common, "--role", "decode", "--host", "127.0.0.2")
+    with prefill, decode, frontend_process(folder) as url:
+        answer = asyncio.run(_first_served(url, body))
+    usage = answer["usage"]
+    assert isinstance(usage, dict) and usage["prompt_tokens"] == len(text.encode()) + 2  # the user and assistant markers
+    [choice] = answer["choices"]  # type: ignore[misc]
+    assert len(choice["message"]["content"]) == usage["completion_tokens"] == 12
 
 
 def test_a_bad_router_variable_stops_the_frontend_with_a_message(tmp_path: Path) -> None:
