@@ -2,8 +2,8 @@
 
 Data flow of one run::
 
-    the fake model's folder (``servecert.fakes.model_folder``)  -> AIPerf's --tokenizer
-    2 fake engines (ground truth to one file) + the reference frontend (file discovery)
+    the fake model's folder (``servecert.fakes.model_folder``, ``servecert-bytes-v1``)  -> AIPerf's --tokenizer
+    2 fake engines serving the same tokenizer (ground truth to one file) + the reference frontend (file discovery)
     AIPerf against the frontend, then against one engine directly (completions, streaming)
         -> per request: AIPerf's own token counts (it tokenizes prompt and output with the folder)
            beside the usage the server reported, and beside the engines' ground truth
@@ -12,13 +12,16 @@ Data flow of one run::
     each prompt as GuideLLM built it
     ``servecert load run constant`` against the frontend (the suite's own locust client)
     -> one table: TTFT and ITL p50/p99 and output tokens per request, by client and target;
+       the share of prompt tokens the engines served from their prefix cache (ground truth);
        and how many requests' token counts disagree (the contract is: none)
 
 Why: AIPerf once counted every completion of the fake engine as 8 tokens instead of 25-32
 (no tokenizer it could load). With the model folder its counts equal the engine's on every
 request; this bench shows it on each run, and the two clients' latencies side by side (figures,
 never a verdict). The completions endpoint is used because a chat prompt's role markers are
-tokens the engine counts and AIPerf's input length does not.
+tokens the engine counts and AIPerf's input length does not. The engines serve
+``servecert-bytes-v1``: both clients build prompts by decoding their corpus's token ids, and under
+words-v1's folder those were ``unk unk ...``, nearly all served from the prefix cache.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any
 
 from servecert.benchmarks import processes
 from servecert.fakes import groundtruth, model_folder
+from servecert.protocol import tokenizer
 
 AIPERF_INSTALL = "install AIPerf in a venv of its own: python3 -m venv ~/aiperf && ~/aiperf/bin/pip install aiperf==0.13.0"
 GUIDELLM_INSTALL = (
@@ -46,6 +50,7 @@ GUIDELLM_PROMPT_TOKENS = 64
 CHAT_MARKERS = 2
 """GuideLLM sends chat completions: the engine counts its ``<|user|>`` and ``<|assistant|>`` markers as prompt tokens too."""
 MODEL = "bench"
+TOKENIZER = tokenizer.BYTES_NAME
 AIPERF_TIMEOUT_S = 600.0
 LOAD_TIMEOUT_S = 600.0
 
@@ -57,6 +62,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--load-seconds", type=float, default=20.0, help="duration of the servecert load run")
     p.add_argument("--aiperf", type=Path, help="the aiperf executable (default: aiperf on PATH)")
     p.add_argument("--guidellm", type=Path, help="the guidellm executable (default: guidellm on PATH; without one, GuideLLM is left out)")
+    p.add_argument(
+        "--tokenizer",
+        choices=sorted(tokenizer.KNOWN),
+        default=TOKENIZER,
+        help="the engines' and the folder's tokenizer (words-v1 shows its folder's prompts cached: unk unk ...)",
+    )
     p.add_argument("--json", type=Path)
 
 
@@ -105,6 +116,7 @@ def aiperf_figures(out: Path, truth: list[dict[str, Any]]) -> dict[str, Any]:
         "output_equals_ground_truth": Counter(client_out) == Counter(t["completion_tokens"] for t in served),
         "input_equals_ground_truth": Counter(client_in) == Counter(t["prompt_tokens"] for t in served),
         "ground_truth_requests": len(served),
+        "prompt_cached_share": cached_share(served),
     }
 
 
@@ -117,11 +129,13 @@ def guidellm_executable(given: Path | None) -> str | None:
     return None
 
 
-def run_guidellm(exe: str, url: str, folder: Path, out: Path, args: argparse.Namespace) -> None:
+def run_guidellm(exe: str, url: str, folder: Path, out: Path, args: argparse.Namespace, seed: int) -> None:
+    """GuideLLM's synthetic run; ``seed`` picks its prompts (its default, 42, sends the same text every run: cached)."""
     cmd = [exe, "run", "--backend", f"kind=openai_http,target={url},model={MODEL}",
            "--profile", f"kind=concurrent,streams={args.concurrency}", "--constraint", f"kind=max_requests,count={args.requests}",
            "--tokenizer", f"kind=huggingface_auto,model={folder}",
            "--data", f"kind=synthetic_text,prompt_tokens={GUIDELLM_PROMPT_TOKENS},output_tokens={args.output_tokens}",
+           "--seed", f"kind=static,value={seed}",
            "--output", f"kind=json,path={out}", "--disable-console-interactive"]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=AIPERF_TIMEOUT_S, check=False)
     if done.returncode != 0 or not out.is_file():
@@ -152,6 +166,7 @@ def guidellm_figures(out: Path, truth: list[dict[str, Any]]) -> dict[str, Any]:
         "output_equals_ground_truth": Counter(client_out) == Counter(t["completion_tokens"] for t in served),
         "input_equals_ground_truth": Counter(client_in) == Counter(t["prompt_tokens"] for t in served),
         "ground_truth_requests": len(served),
+        "prompt_cached_share": cached_share(served),
     }
 
 
@@ -169,6 +184,12 @@ def load_figures(url: str, out: Path, args: argparse.Namespace) -> dict[str, Any
         "itl_ms": {p: summary["itl_ms"].get(p) for p in ("p50", "p99")},
         "output_tokens_mean": summary["output_tokens"].get("mean"),
     }
+
+
+def cached_share(served: list[dict[str, Any]]) -> float:
+    """The share of the served prompts' tokens the engines took from their prefix cache (ground truth)."""
+    prompt = sum(int(t["prompt_tokens"]) for t in served)
+    return sum(int(t["cached_tokens"]) for t in served) / prompt if prompt else 0.0
 
 
 class TruthCursor:
@@ -191,17 +212,18 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="servecert-bench-clients-") as tmp:
         root = Path(tmp)
         folder = root / "model"
-        model_folder.write(folder)
+        name = getattr(args, "tokenizer", TOKENIZER)
+        model_folder.write(folder, tokenizer_name=name)
         truth = TruthCursor(root / "groundtruth.jsonl")
         engines, engine_urls = processes.start([*cli, "engine", "serve", "--model", MODEL, "--port", "0", "--count", "2",
                                                 "--host", "127.0.6.1", "--discovery-dir", str(root / "discovery"),
-                                                "--groundtruth-file", str(truth.path)])  # fmt: skip
+                                                "--groundtruth-file", str(truth.path), "--tokenizer", name])  # fmt: skip
         try:
             frontend_cmd = [*cli, "frontend", "serve", "--port", "0", "--discovery-dir", str(root / "discovery")]
             frontend, (frontend_url, *_) = processes.start(frontend_cmd)
             try:
                 asyncio.run(processes.wait_routable(frontend_url, 2))
-                for name, url in (("frontend", frontend_url), ("engine", engine_urls[0])):
+                for seed, (name, url) in enumerate((("frontend", frontend_url), ("engine", engine_urls[0])), start=1):
                     _say(f"AIPerf against the {name} ({url}): {args.requests} requests at concurrency {args.concurrency} ...")
                     truth.take()
                     run_aiperf(exe, url, folder, root / f"aiperf-{name}", args)
@@ -210,7 +232,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     if guidellm is not None:
                         _say(f"GuideLLM against the {name} ({url}): {args.requests} requests at concurrency {args.concurrency} ...")
                         truth.take()
-                        run_guidellm(guidellm, url, folder, root / f"guidellm-{name}.json", args)
+                        run_guidellm(guidellm, url, folder, root / f"guidellm-{name}.json", args, seed)
                         results[f"guidellm/{name}"] = guidellm_figures(root / f"guidellm-{name}.json", truth.take())
                         _say(f"  {results[f'guidellm/{name}']}")
                 _say(f"servecert load run constant against the frontend, {args.load_seconds:g}s ...")
@@ -226,15 +248,20 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 def table(results: dict[str, Any]) -> str:
     columns = ("requests", "errors", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "out tok")
     widths = (8, 6, 9, 9, 8, 8, 8)
-    head = f"{'client/target':22} " + " ".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True)) + "  tokens"
+    head = f"{'client/target':22} " + " ".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True)) + "  cached  tokens"
     lines = [head, "-" * len(head)]
     for name, fig in results.items():
         agree = _agreement(fig)
         lines.append(
             f"{name:22} {fig['requests']:>8} {fig['errors']:>6} {fig['ttft_ms']['p50']:>7.1f}ms {fig['ttft_ms']['p99']:>7.1f}ms "
-            f"{fig['itl_ms']['p50']:>6.2f}ms {fig['itl_ms']['p99']:>6.2f}ms {fig['output_tokens_mean']:>8.1f}  {agree}"
+            f"{fig['itl_ms']['p50']:>6.2f}ms {fig['itl_ms']['p99']:>6.2f}ms {fig['output_tokens_mean']:>8.1f}  {_cached(fig):>6}  {agree}"
         )
     return "\n".join(lines)
+
+
+def _cached(fig: dict[str, Any]) -> str:
+    share = fig.get("prompt_cached_share")
+    return "-" if share is None else f"{100 * share:.1f}%"
 
 
 def _agreement(fig: dict[str, Any]) -> str:

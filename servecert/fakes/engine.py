@@ -81,7 +81,7 @@ class EngineConfig:
     protocol_version: str = engine_api.RUNTIME_PROTOCOL_VERSION
     kv_bytes_per_token: int = 131072  # 32 layers x 2 x 8 kv heads x 128 dims x 2 bytes
     spec_accept_length: float = 1.0  # speculative decoding: tokens one decode step emits on average (1 = none)
-    eos_rate: float = 1 / 64  # chance a sampled token is EOS once min_tokens is reached
+    eos_rate: float = 1 / 64  # chance a sampled token is EOS once min_tokens is reached (never the first token)
     handle_ttl_seconds: float = 60.0  # real seconds a prefilled KV waits for its pull
     heartbeat_seconds: float = 1.0  # real seconds between idle forward-pass records
     timing: timing.TimingModel = field(default_factory=timing.Polynomial)
@@ -646,7 +646,9 @@ class Engine:
 
     def _sample(self, seq: Seq) -> int:
         s = seq.sampling
-        if not s.ignore_eos and seq.generated >= s.min_tokens and seq.rng.random() < self.config.eos_rate:
+        # NB: never as the first token: a real model answers with one at least, as a prefill worker's first token is never
+        # EOS; an empty answer is an error to AIPerf ("No responses with actual content"), 1 in 64 of its requests here.
+        if not s.ignore_eos and seq.generated >= s.min_tokens and seq.rng.random() < self.config.eos_rate and seq.generated:
             return tokenizer.EOS_ID
         return self.tokenizer.generate(seq.rng)
 

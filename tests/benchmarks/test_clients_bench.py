@@ -18,6 +18,9 @@ import pytest
 
 from servecert.benchmarks import clients_bench
 
+NEAR_ZERO = 0.05
+"""The most of a real client's prompt tokens the engines may serve from cache: its prompts are random text (the suite's)."""
+
 
 def _record(output: int, usage_out: int, isl: int, usage_in: int) -> dict[str, Any]:
     values = {"output_token_count": output, "usage_completion_tokens": usage_out}
@@ -35,11 +38,12 @@ def _artifacts(folder: Path, records: list[dict[str, Any]]) -> Path:
 
 
 def test_a_request_whose_counts_disagree_is_counted(tmp_path: Path) -> None:
-    truth = [{"outcome": "ok", "completion_tokens": n, "prompt_tokens": 550} for n in (32, 30)]
+    truth = [{"outcome": "ok", "completion_tokens": n, "prompt_tokens": 550, "cached_tokens": c} for n, c in ((32, 0), (30, 110))]
     agreeing = _artifacts(tmp_path / "a", [_record(32, 32, 550, 550), _record(30, 30, 550, 550)])
     fig = clients_bench.aiperf_figures(agreeing, truth)
     assert (fig["output_vs_usage_mismatches"], fig["input_vs_usage_mismatches"]) == (0, 0)
     assert fig["output_equals_ground_truth"] and fig["input_equals_ground_truth"]
+    assert fig["prompt_cached_share"] == 110 / 1100
     # NB: AIPerf's first run here: 8 client tokens for every completion, 550 for prompts the engine counted 1652.
     off = _artifacts(tmp_path / "b", [_record(8, 32, 550, 1652), _record(30, 30, 550, 550)])
     fig = clients_bench.aiperf_figures(off, truth)
@@ -60,7 +64,7 @@ def _guidellm_export(path: Path, counts: list[tuple[int, int]]) -> Path:
 
 def test_a_guidellm_prompt_the_engine_counted_otherwise_than_built_is_counted(tmp_path: Path) -> None:
     built = clients_bench.GUIDELLM_PROMPT_TOKENS + clients_bench.CHAT_MARKERS
-    truth = [{"outcome": "ok", "completion_tokens": 16, "prompt_tokens": built} for _ in range(2)]
+    truth = [{"outcome": "ok", "completion_tokens": 16, "prompt_tokens": built, "cached_tokens": 0} for _ in range(2)]
     fig = clients_bench.guidellm_figures(_guidellm_export(tmp_path / "a.json", [(built, 16)] * 2), truth)
     assert fig["prompts_not_as_built"] == 0 and fig["output_equals_ground_truth"] and fig["input_equals_ground_truth"]
     # NB: GuideLLM 0.8.1's first run here: an empty prompt (unk skipped as special), 2 tokens in usage for 64 asked.
@@ -88,7 +92,9 @@ def test_aiperfs_token_counts_equal_the_engines_on_every_request() -> None:
         assert fig["requests"] == 60 and fig["errors"] == 0, fig
         assert (fig["output_vs_usage_mismatches"], fig["input_vs_usage_mismatches"]) == (0, 0), fig
         assert fig["output_equals_ground_truth"] and fig["input_equals_ground_truth"], fig
+        assert fig["prompt_cached_share"] < NEAR_ZERO, fig  # NB: AIPerf's prompts are its corpus's text, not "unk unk ..."
     for name in ("guidellm/frontend", "guidellm/engine") if guidellm else ():
         fig = results[name]
         assert fig["requests"] == 60 and fig["errors"] == 0 and fig["prompts_not_as_built"] == 0, fig
         assert fig["output_equals_ground_truth"] and fig["input_equals_ground_truth"], fig
+        assert fig["prompt_cached_share"] < NEAR_ZERO, fig

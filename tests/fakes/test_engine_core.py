@@ -104,6 +104,9 @@ async def test_eos_ends_a_generation_but_not_before_min_tokens(host: EngineHost)
     forced = submit(engine, request(prompt(10), max_tokens=8, ignore_eos=True))
     assert len(await tokens_of(forced)) == 8
     assert forced.stream.finish_reason == "length"
+    unforced = submit(engine, request(prompt(11), max_tokens=8, ignore_eos=False, min_tokens=0))
+    assert len(await tokens_of(unforced)) == 1, "an answer is never empty: EOS is never the first token"
+    assert unforced.stream.finish_reason == "stop"
 
 
 async def test_a_stop_string_ends_the_generation_before_it(host: EngineHost) -> None:
