@@ -89,24 +89,26 @@ def _added_token(content: str, token_id: int) -> dict[str, Any]:
     return {"id": token_id, "content": content, **flags}
 
 
-def tokenizer_json() -> dict[str, Any]:
+def _tokenizer_file(pre_tokenizer: dict[str, Any], decoder: dict[str, Any] | None, model: dict[str, Any]) -> dict[str, Any]:
+    """A ``tokenizer.json`` with the specials as added tokens and no normalizer or post-processor."""
+    added = [_added_token(content, token_id) for content, token_id in sorted(_specials().items(), key=lambda kv: kv[1])]
     return {
         "version": "1.0",
         "truncation": None,
         "padding": None,
-        "added_tokens": [_added_token(content, token_id) for content, token_id in sorted(_specials().items(), key=lambda kv: kv[1])],
+        "added_tokens": added,
         "normalizer": None,
-        "pre_tokenizer": {
-            "type": "Sequence",
-            "pretokenizers": [
-                {"type": "WhitespaceSplit"},
-                {"type": "Split", "pattern": {"Regex": PIECE_PATTERN}, "behavior": "Isolated", "invert": False},
-            ],
-        },
+        "pre_tokenizer": pre_tokenizer,
         "post_processor": None,
-        "decoder": None,
-        "model": {"type": "WordLevel", "vocab": vocabulary(), "unk_token": UNK},
+        "decoder": decoder,
+        "model": model,
     }
+
+
+def tokenizer_json() -> dict[str, Any]:
+    pieces = {"type": "Split", "pattern": {"Regex": PIECE_PATTERN}, "behavior": "Isolated", "invert": False}
+    pre_tokenizer = {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, pieces]}
+    return _tokenizer_file(pre_tokenizer, None, {"type": "WordLevel", "vocab": vocabulary(), "unk_token": UNK})
 
 
 def byte_characters() -> dict[int, str]:
@@ -122,28 +124,19 @@ def bytes_tokenizer_json() -> dict[str, Any]:
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
     vocab = {char: words.BYTE_BASE + b for b, char in byte_characters().items()}
     vocab.update(_specials())
-    return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": [_added_token(content, token_id) for content, token_id in sorted(_specials().items(), key=lambda kv: kv[1])],
-        "normalizer": None,
-        "pre_tokenizer": byte_level,
-        "post_processor": None,
-        "decoder": byte_level,
-        "model": {
-            "type": "BPE",
-            "dropout": None,
-            "unk_token": None,
-            "continuing_subword_prefix": None,
-            "end_of_word_suffix": None,
-            "fuse_unk": False,
-            "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": vocab,
-            "merges": [],
-        },
+    model: dict[str, Any] = {
+        "type": "BPE",
+        "dropout": None,
+        "unk_token": None,
+        "continuing_subword_prefix": None,
+        "end_of_word_suffix": None,
+        "fuse_unk": False,
+        "byte_fallback": False,
+        "ignore_merges": False,
+        "vocab": vocab,
+        "merges": [],
     }
+    return _tokenizer_file(byte_level, byte_level, model)
 
 
 def files(context_length: int = 8192, tokenizer_name: str = words.TOKENIZER_NAME) -> dict[str, dict[str, Any]]:

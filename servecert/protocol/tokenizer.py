@@ -95,14 +95,18 @@ def decode(token_ids: Iterable[int]) -> str:
     return "".join(decode_token(t) for t in token_ids)
 
 
-def render_chat(messages: Sequence[tuple[str, str]]) -> list[int]:
-    """Token ids of a chat prompt: each (role, content) as a role marker then its content."""
+def _rendered(encode_text: Callable[[str], list[int]], messages: Sequence[tuple[str, str]]) -> list[int]:
     ids: list[int] = []
     for role, content in messages:
         ids.append(ROLE_IDS.get(role, ROLE_IDS["user"]))
-        ids.extend(encode(content))
+        ids.extend(encode_text(content))
     ids.append(ROLE_IDS["assistant"])
     return ids
+
+
+def render_chat(messages: Sequence[tuple[str, str]]) -> list[int]:
+    """Token ids of a chat prompt: each (role, content) as a role marker then its content."""
+    return _rendered(encode, messages)
 
 
 def fingerprint(token_ids: Sequence[int]) -> str:
@@ -156,16 +160,9 @@ def _decode_byte_token(token_id: int) -> str:
     return chr(token_id - BYTE_BASE) if BYTE_BASE <= token_id < BYTE_BASE + 128 else ""
 
 
-def _render(encode_text: Callable[[str], list[int]]) -> Callable[[Sequence[tuple[str, str]]], list[int]]:
-    def render(messages: Sequence[tuple[str, str]]) -> list[int]:
-        ids: list[int] = []
-        for role, content in messages:
-            ids.append(ROLE_IDS.get(role, ROLE_IDS["user"]))
-            ids.extend(encode_text(content))
-        ids.append(ROLE_IDS["assistant"])
-        return ids
-
-    return render
+def render_chat_bytes(messages: Sequence[tuple[str, str]]) -> list[int]:
+    """bytes-v1's chat prompt: the same markers, the contents' bytes between them."""
+    return _rendered(encode_bytes, messages)
 
 
 @dataclass(frozen=True)
@@ -193,7 +190,7 @@ WORDS = Tokenizer(
 BYTES = Tokenizer(
     BYTES_NAME,
     encode_bytes,
-    _render(encode_bytes),
+    render_chat_bytes,
     decode_bytes,
     _decode_byte_token,
     lambda rng: BYTE_BASE + GENERATED_BYTES[rng.randrange(len(GENERATED_BYTES))],
