@@ -4,7 +4,8 @@ Fake engines and reference frontends both serve it, so it lives with the contrac
 A client mistake must get an OpenAI-style error body (``{"error": {"message", "type", "param",
 "code"}}``) with 400, 404 or 422, never a 500 or a traceback: wrong JSON types get 422, values
 out of range 400, an unknown model 404. ``parse_completion`` and ``parse_chat`` turn a JSON body
-into an ``OpenAIRequest`` carrying token ids from the suite's tokenizer; the ``*_chunk`` and
+into an ``OpenAIRequest`` carrying token ids from the served model's tokenizer
+(``servecert.protocol.tokenizer``: words-v1, the suite's, unless the card names another); the ``*_chunk`` and
 ``*_body`` functions build the streamed and non-streamed answers. Chunks are assembled from
 pre-encoded pieces because this is the hottest path of the engine.
 

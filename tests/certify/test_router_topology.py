@@ -54,6 +54,7 @@ BROKEN = {
     "PreselectsOnStaleDecodeSet": "RouterTopologyPrefillPreselection",
     "PreselectsOnlyWhenPolicySet": "RouterTopologyPrefillPreselection",
     "PreselectionNeverShrinks": "RouterTopologyPrefillPreselection",
+    "PreselectsWithUnlabelledDecode": "RouterTopologyPrefillPreselection",
     "DefaultsToFallback": "RouterTopologyDefaultPolicyIsFail",
     "DefaultErrorDiffers": "RouterTopologyDefaultPolicyIsFail",
     "RetriesDecodeAnywhere": "RouterTopologyFailedDecodeStaysInDomain",

@@ -172,6 +172,18 @@ def _preselect_once_per_prefill_set() -> SelectPrefill:
     return select
 
 
+def _preselect_counting_unlabelled(
+    policy: topology.TopologyPolicy, prefill: Sequence[WorkerInfo], decode: Sequence[WorkerInfo]
+) -> list[WorkerInfo]:
+    level = policy.level
+    if level is None:
+        return list(prefill)
+    # Broken: a decode worker missing the level's label counts as in every domain for pre-selection (not for routing).
+    if any(level not in d.domains for d in decode):
+        return list(prefill)
+    return topology.eligible_prefill(policy, prefill, decode)
+
+
 def _preselect_growing_only() -> SelectPrefill:
     preferred: set[str] = set()
 
@@ -406,6 +418,12 @@ def PreselectionNeverShrinks() -> ReferenceImplementation:
     """Adds a prefill worker to its preferred set when a decode worker joins its domain, never removes it when that one leaves.
     Caught by RouterTopologyPrefillPreselection."""
     return ReferenceImplementation(frontend_hook=_selecting(_preselect_growing_only()))
+
+
+def PreselectsWithUnlabelledDecode() -> ReferenceImplementation:
+    """Counts a decode worker missing the level's label as in every domain when it pre-selects prefill workers.
+    Caught by RouterTopologyPrefillPreselection."""
+    return ReferenceImplementation(frontend_hook=_selecting(_preselect_counting_unlabelled))
 
 
 def PreselectsOnlyWhenPolicySet() -> ReferenceImplementation:

@@ -6,6 +6,11 @@ cell is "Same as fail") and with the policy unset (the default is fail). ``other
 prefill worker has a decode worker in its domain (the only one shares nothing with either), under
 fallback so requests are served: both prefill workers must be used, as the row's "then fallback to
 all other prefill workers" says.
+``unlabelled-decode``: the prefers shape plus a decode worker that shares the second prefill
+worker's every label but lacks the level's: it is in no domain (the row "Worker missing topology
+level"), so no decode worker is "available in" the second one's domain and only the first may be
+chosen, under fail, where the second's requests could not be served. A router whose pre-selection
+reads a missing label as any domain counts a decode worker it cannot route to.
 ``decode-joins``: the prefers shape, under fail, then a decode worker joins the other prefill
 worker's domain (the row's "window where a decode worker can join"): once a request's KV comes
 from that prefill worker (within the suite's eventual-consistency bound), both prefill workers
@@ -38,6 +43,7 @@ PREFERS = "prefers"
 OTHERWISE_ALL = "otherwise-all"
 DECODE_JOINS = "decode-joins"
 DECODE_LEAVES = "decode-leaves"
+UNLABELLED_DECODE = "unlabelled-decode"
 REQUESTS = 24
 
 
@@ -49,8 +55,9 @@ async def check(ctx: TestContext) -> None:
     if shape == DECODE_LEAVES:
         await _check_decode_leaves(ctx, level)
         return
-    if shape == PREFERS:
+    if shape in (PREFERS, UNLABELLED_DECODE):
         workers = [shapes.prefill(level, 0), shapes.prefill(level, 1), shapes.decode(level, 0)]
+        workers += [shapes.worker("decode", shapes.missing(level, 1))] if shape == UNLABELLED_DECODE else []
     else:
         far = shapes.sharing_nothing(shapes.domains(level, 0)) | {level: f"{level}-with-no-prefill"}
         workers = [shapes.prefill(level, 0), shapes.prefill(level, 1), shapes.worker("decode", far)]
@@ -61,7 +68,7 @@ async def check(ctx: TestContext) -> None:
     what = f"two prefill workers in two {level}s, policy={policy or 'unset'}, shape={shape}"
     assertions.requests_must_succeed(run.outcomes, what)
     sources = {t.source for t in run.transfers()}
-    if shape == PREFERS:
+    if shape in (PREFERS, UNLABELLED_DECODE):
         assert sources == {near.engine_id}, (
             f"{what}: only the prefill worker with a same-{level} decode worker ({near.engine_id}) may be chosen; "
             f"KV came from {sorted(sources)}"
@@ -151,6 +158,7 @@ TEST = ConformanceTest(
             for policy in shapes.POLICIES
         ),
         *(Case(f"{level}-unset", {"level": level, "policy": None, "shape": PREFERS}) for level in shapes.LEVELS),
+        *(Case(f"{level}-{UNLABELLED_DECODE}", {"level": level, "policy": "fail", "shape": UNLABELLED_DECODE}) for level in shapes.LEVELS),
         *(Case(f"{level}-{OTHERWISE_ALL}", {"level": level, "policy": "fallback", "shape": OTHERWISE_ALL}) for level in shapes.LEVELS),
         *(Case(f"{level}-{DECODE_JOINS}", {"level": level, "policy": "fail", "shape": DECODE_JOINS}) for level in shapes.LEVELS),
         *(Case(f"{level}-{DECODE_LEAVES}", {"level": level, "policy": "fail", "shape": DECODE_LEAVES}) for level in shapes.LEVELS),
