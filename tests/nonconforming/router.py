@@ -237,7 +237,12 @@ async def _on_another_decode(
     return await _PLAIN_GENERATE(request, fe, req, request_id, others[0], handle, isl)
 
 
-def _generate_retrying_anywhere(retry_when: Callable[[frontend_app.UpstreamError], bool], unary_only: bool = False) -> Generate:
+def _generate_retrying_anywhere(
+    retry_when: Callable[[frontend_app.UpstreamError], bool], unary_only: bool = False, timeout_s: float | None = None
+) -> Generate:
+    """The reference's decode leg under a broken retry layer: a failed leg (``retry_when``), or with ``timeout_s`` a unary
+    leg slower than that, is sent again to another decode worker."""
+
     async def generate(
         request: web.Request,
         fe: frontend_app.Frontend,
@@ -247,10 +252,13 @@ def _generate_retrying_anywhere(retry_when: Callable[[frontend_app.UpstreamError
         handle: dict[str, Any] | None,
         isl: int,
     ) -> web.StreamResponse:
+        attempt = _PLAIN_GENERATE(request, fe, req, request_id, worker, handle, isl)
+        timed = timeout_s is not None and not req.stream and handle is not None
         try:
-            return await _PLAIN_GENERATE(request, fe, req, request_id, worker, handle, isl)
-        except frontend_app.UpstreamError as err:
-            if handle is None or not retry_when(err) or (unary_only and req.stream):
+            return await (asyncio.wait_for(attempt, timeout_s) if timed else attempt)
+        except (frontend_app.UpstreamError, TimeoutError) as err:
+            failed = isinstance(err, frontend_app.UpstreamError) and retry_when(err) and not (unary_only and req.stream)
+            if handle is None or not (failed or (timed and isinstance(err, TimeoutError))):
                 raise
             retried = await _on_another_decode(request, fe, req, request_id, worker, handle, isl)
             if retried is None:
@@ -260,37 +268,18 @@ def _generate_retrying_anywhere(retry_when: Callable[[frontend_app.UpstreamError
     return generate
 
 
-async def _generate_with_timeout_retry(
-    request: web.Request,
-    fe: frontend_app.Frontend,
-    req: Any,
-    request_id: str,
-    worker: WorkerInfo,
-    handle: dict[str, Any] | None,
-    isl: int,
-) -> web.StreamResponse:
-    if req.stream or handle is None:
-        return await _PLAIN_GENERATE(request, fe, req, request_id, worker, handle, isl)
-    try:
-        return await asyncio.wait_for(_PLAIN_GENERATE(request, fe, req, request_id, worker, handle, isl), RETRY_TIMEOUT_S)
-    except TimeoutError:
-        # Broken: a slow decode leg is given up and retried elsewhere.
-        retried = await _on_another_decode(request, fe, req, request_id, worker, handle, isl)
-        if retried is None:
-            raise
-        return retried
+def _never(err: frontend_app.UpstreamError) -> bool:
+    return False
 
 
-def _replacing_generate(generate: Generate) -> FrontendHook:
+def _retrying_decode_anywhere(
+    retry_when: Callable[[frontend_app.UpstreamError], bool], unary_only: bool = False, timeout_s: float | None = None
+) -> FrontendHook:
     def hook(frontend: frontend_app.Frontend) -> None:
         # NB: the request path calls the module's _generate; this implementation owns its certify process.
-        frontend_app._generate = generate  # type: ignore[assignment]
+        frontend_app._generate = _generate_retrying_anywhere(retry_when, unary_only, timeout_s)  # type: ignore[assignment]
 
     return hook
-
-
-def _retrying_decode_anywhere(retry_when: Callable[[frontend_app.UpstreamError], bool], unary_only: bool = False) -> FrontendHook:
-    return _replacing_generate(_generate_retrying_anywhere(retry_when, unary_only))
 
 
 @dataclasses.dataclass
@@ -462,7 +451,7 @@ def RetriesUnaryDecodeAnywhere() -> ReferenceImplementation:
 def RetriesSlowDecodeAnywhere() -> ReferenceImplementation:
     """Gives up a unary decode leg after RETRY_TIMEOUT_S and retries it on any other decode worker.
     Caught by RouterTopologyFailedDecodeStaysInDomain."""
-    return ReferenceImplementation(frontend_hook=_replacing_generate(_generate_with_timeout_retry))
+    return ReferenceImplementation(frontend_hook=_retrying_decode_anywhere(_never, timeout_s=RETRY_TIMEOUT_S))
 
 
 def KeepsLeftDecode() -> ReferenceImplementation:
