@@ -14,7 +14,9 @@ Data flow::
 Why: a verdict a busy machine flips is a defect of the suite or of the implementation, and one
 run shows neither. This is how the suite's notes count "10 consecutive certifications quiet and
 5 under ``stress --cpu 2``". ``--profile ALL`` certifies every profile the environment runs, as
-``make certify`` does. Figures only: it exits 0 whatever the runs concluded, and 2 when it could
+``make certify`` does. With ``--run-test`` a run counts as certified when every selected test ran
+and passed (certify itself exits 1 then: the rest of the profile is unrun).
+Figures only: it exits 0 whatever the runs concluded, and 2 when it could
 not run them.
 """
 
@@ -133,6 +135,22 @@ def failed_tests(report_path: Path, profile: str) -> list[str] | None:
     return [t for p in found for level in ("core", "extended") for t in (p.get(level) or {}).get("failedTests") or []]
 
 
+def passed_tests(report_path: Path, profile: str) -> int:
+    """The report's passed tests of ``profile`` (core and extended); 0 when no report was written."""
+    if not report_path.is_file():
+        return 0
+    report = yaml.safe_load(report_path.read_text()) or {}
+    found = [p for p in report.get("profiles") or [] if profile in (ALL, p.get("name"))]
+    return sum(int(((p.get(level) or {}).get("statistics") or {}).get("passed") or 0) for p in found for level in ("core", "extended"))
+
+
+def run_passed(code: int | None, failed: list[str] | None, passed: int, run_test: str | None) -> bool:
+    """Certified; with ``--run-test``, every selected test ran and passed (certify exits 1 then: the profile is partial)."""
+    if not run_test:
+        return code == 0
+    return code in (0, 1) and failed == [] and passed > 0
+
+
 def one_run(args: argparse.Namespace, folder: Path, label: str) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "output.log"
@@ -143,14 +161,15 @@ def one_run(args: argparse.Namespace, folder: Path, label: str) -> dict[str, Any
         code = wait_with_heartbeat(proc, label, args.run_timeout)
     seconds = round(time.monotonic() - started, 1)
     failed = failed_tests(folder / "conformance-report.yaml", args.profile)
-    run: dict[str, Any] = {"exit_code": code, "seconds": seconds, "certified": code == 0, "report": str(folder)}
-    if code != 0:
+    ok = run_passed(code, failed, passed_tests(folder / "conformance-report.yaml", args.profile), args.run_test)
+    run: dict[str, Any] = {"exit_code": code, "seconds": seconds, "certified": ok, "report": str(folder)}
+    if not ok:
         run["failed_tests"] = failed if failed is not None else "no report for the profile (see output.log)"
         run["assertions"] = assertion_lines(log.read_text(errors="replace"))
     if code is None:
         _say(f"{label}: stopped after {args.run_timeout:g}s")
     else:
-        _say(f"{label}: {'certified' if code == 0 else 'NOT certified: ' + str(run['failed_tests'])} in {seconds:.0f}s")
+        _say(f"{label}: {'certified' if ok else 'NOT certified: ' + str(run['failed_tests'])} in {seconds:.0f}s")
     return run
 
 

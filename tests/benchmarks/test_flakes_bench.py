@@ -94,3 +94,14 @@ def test_stress_without_debians_stress_says_how_to_get_it(monkeypatch: pytest.Mo
     monkeypatch.setattr(flakes_bench.shutil, "which", lambda _: None)
     with pytest.raises(SystemExit, match="apt-get install stress"), flakes_bench.stressed(2):
         pass
+
+
+def test_with_run_test_a_run_passes_when_every_selected_test_ran_and_passed() -> None:
+    # NB: certify exits 1 with --run-test (the profile's other tests are unrun), so the exit code alone cannot say
+    assert flakes_bench.run_passed(1, [], 3, "TestA")
+    assert not flakes_bench.run_passed(1, ["TestA"], 2, "TestA")
+    assert not flakes_bench.run_passed(1, [], 0, "TestA")  # nothing selected ran
+    assert not flakes_bench.run_passed(None, [], 3, "TestA")  # stopped
+    assert not flakes_bench.run_passed(2, None, 0, "TestA")  # no report
+    assert not flakes_bench.run_passed(1, [], 3, None)
+    assert flakes_bench.run_passed(0, [], 3, None)

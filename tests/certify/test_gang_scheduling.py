@@ -87,13 +87,25 @@ def test_the_reference_is_certified_on_gang_scheduling(cluster: Cluster, tmp_pat
         ),
         (
             "tests.nonconforming.gang:DropsWorkerTopology",
-            "NetworkTopologyWorkers",
+            "NetworkTopologyWorkers[hard-tier1]",
             {"core": {"NetworkTopologyWorkers"}},
             ("they must share one HyperNode of tier <= 1",),
         ),
         (
             "tests.nonconforming.gang:WorkerTopologyOnReplica",
-            "NetworkTopologyWorkers",
+            "NetworkTopologyWorkers[hard-tier1]",
+            {"core": {"NetworkTopologyWorkers"}},
+            ("the gang fits and must be placed",),
+        ),
+        (
+            "tests.nonconforming.gang:WorkerTopologyAlwaysSoft",
+            "NetworkTopologyWorkers[hard-tier1-no-rack-holds-them]",
+            {"core": {"NetworkTopologyWorkers"}},
+            ("hard must leave them Pending",),
+        ),
+        (
+            "tests.nonconforming.gang:WorkerTopologyAlwaysHard",
+            "NetworkTopologyWorkers[soft-tier1-no-rack-holds-them]",
             {"core": {"NetworkTopologyWorkers"}},
             ("the gang fits and must be placed",),
         ),
@@ -105,6 +117,8 @@ def test_the_reference_is_certified_on_gang_scheduling(cluster: Cluster, tmp_pat
         "seed-example-pod-group",
         "drops-worker-topology",
         "worker-topology-on-replica",
+        "worker-topology-always-soft",
+        "worker-topology-always-hard",
     ],
 )
 def test_a_broken_gang_setup_is_failed_naming_the_property(

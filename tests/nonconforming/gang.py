@@ -43,6 +43,8 @@ SEED_EXAMPLE_POD_GROUP = Behaviour(pod_group_as_seed_example=True)
 DROPS_NETWORK_TOPOLOGY = Behaviour(network_topology=False)
 DROPS_WORKER_TOPOLOGY = Behaviour(worker_topology="drop")
 WORKER_TOPOLOGY_ON_REPLICA = Behaviour(worker_topology="replica")
+WORKER_TOPOLOGY_ALWAYS_SOFT = Behaviour(worker_topology_mode="soft")
+WORKER_TOPOLOGY_ALWAYS_HARD = Behaviour(worker_topology_mode="hard")
 
 
 def DefaultScheduler() -> ReferenceImplementation:
@@ -67,3 +69,13 @@ def DropsWorkerTopology() -> ReferenceImplementation:
 
 def WorkerTopologyOnReplica() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:WORKER_TOPOLOGY_ON_REPLICA")
+
+
+def WorkerTopologyAlwaysSoft() -> ReferenceImplementation:
+    """The workers' sub-group is written soft whatever ``workerNetworkTopology.mode`` says: hard workers spread across racks."""
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:WORKER_TOPOLOGY_ALWAYS_SOFT")
+
+
+def WorkerTopologyAlwaysHard() -> ReferenceImplementation:
+    """The workers' sub-group is written hard whatever the mode: soft workers wait for a rack that can never hold them."""
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:WORKER_TOPOLOGY_ALWAYS_HARD")

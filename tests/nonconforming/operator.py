@@ -36,13 +36,17 @@ LABELS_FROM_WRONG_NODE = Behaviour(label_node=_neighbour)
 ACCEPTS_BAD_LEVEL = Behaviour(check_level=False)
 ACCEPTS_MISSING_TOPOLOGY = Behaviour(check_topology_exists=False)
 NO_TOPOLOGY_RETRY = Behaviour(worker_topology_wait="0")
-ACCEPTS_TOPOLOGY_ON_WORKERS = Behaviour(check_component_type=False)
+ACCEPTS_TOPOLOGY_ON_WORKERS = Behaviour(topology_refused_on=())
+REFUSES_TOPOLOGY_ON_PD_ONLY = Behaviour(topology_refused_on=("prefill", "decode"))
 DEFAULTS_TO_FALLBACK = Behaviour(default_mismatch_policy="fallback")
-ADMITS_WITHOUT_GROVE = Behaviour(check_crd_installed=False)
+ADMITS_WITHOUT_GROVE = Behaviour(crd_required_for=())
+ADMITS_FALLBACK_WITHOUT_GROVE = Behaviour(crd_required_for=("fail",))
 IGNORES_UPDATES = Behaviour(roll_inference_services=False)
 ROLLS_POD_BY_POD = Behaviour(replace_whole_replicas=False)
 READY_BY_LEADER = Behaviour(replica_readiness="leader")
 READY_BY_POD_COUNT = Behaviour(replica_readiness="pod-count")
+READY_BY_EXISTING_PODS = Behaviour(replica_readiness="existing-pods")
+TERMINATING_SERVES = Behaviour(terminating_serves=True)
 NEVER_UNKNOWN = Behaviour(report_unknown=False)
 NO_LEADER_SERVICE = Behaviour(leader_service=False)
 
@@ -75,6 +79,12 @@ def AcceptsTopologyOnWorkers() -> ReferenceImplementation:
     return _variant("ACCEPTS_TOPOLOGY_ON_WORKERS")
 
 
+def RefusesTopologyOnPdOnly() -> ReferenceImplementation:
+    """Seed 000: topology is only valid on type frontend; this webhook refuses it on prefill and decode (the components that
+    transfer KV) and admits it on worker and planner components."""
+    return _variant("REFUSES_TOPOLOGY_ON_PD_ONLY")
+
+
 def WrongPodNames() -> ReferenceImplementation:
     return _variant("WRONG_POD_NAMES")
 
@@ -101,6 +111,12 @@ def AdmitsWithoutGrove() -> ReferenceImplementation:
     return _variant("ADMITS_WITHOUT_GROVE")
 
 
+def AdmitsFallbackWithoutGrove() -> ReferenceImplementation:
+    """Seed 000's "Grove not installed" row, whatever the policy: this webhook refuses fail there but admits fallback, as if
+    a best-effort policy needed no ClusterTopology."""
+    return _variant("ADMITS_FALLBACK_WITHOUT_GROVE")
+
+
 def IgnoresUpdates() -> ReferenceImplementation:
     """An InferenceService's spec change never reaches its pods: they keep the generation that created them."""
     return _variant("IGNORES_UPDATES")
@@ -119,6 +135,16 @@ def ReadyByLeader() -> ReferenceImplementation:
 def ReadyByPodCount() -> ReferenceImplementation:
     """Ready replicas are the ready pods divided by the pods of a replica: right while the unready pods share a replica."""
     return _variant("READY_BY_POD_COUNT")
+
+
+def ReadyByExistingPods() -> ReferenceImplementation:
+    """A replica counts as ready when the pods it has are all Ready: right until a replica loses a pod."""
+    return _variant("READY_BY_EXISTING_PODS")
+
+
+def TerminatingServes() -> ReferenceImplementation:
+    """A pod being deleted counts by its Ready condition, which its kubelet leaves True until the container stops."""
+    return _variant("TERMINATING_SERVES")
 
 
 def NeverUnknown() -> ReferenceImplementation:

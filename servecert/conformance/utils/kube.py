@@ -94,6 +94,27 @@ async def label_pod(env: ClusterEnvironment, name: str, labels: Mapping[str, str
     await asyncio.to_thread(kube.label_pod, env.api, env.namespace, name, labels)
 
 
+HOLD_FINALIZER = "servecert.io/hold"
+"""The suite's finalizer: keeps a deleted pod Terminating until the suite lets it go."""
+
+
+@contextlib.asynccontextmanager
+async def pod_held_terminating(env: ClusterEnvironment, name: str) -> AsyncIterator[None]:
+    """Delete the pod but keep it Terminating (its ``deletionTimestamp`` set, its state as it was) while the block runs,
+    as a pod whose container ignores SIGTERM, or one a controller's finalizer holds, stays; then let it go."""
+    await asyncio.to_thread(kube.set_pod_finalizers, env.api, env.namespace, name, [HOLD_FINALIZER])
+    try:
+        await delete_pod(env, name)
+        yield
+    finally:
+        # NB: always, or the pod (and the case's namespace with it) would never go
+        try:
+            await asyncio.to_thread(kube.set_pod_finalizers, env.api, env.namespace, name, [])
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
 async def set_pod_state(env: ClusterEnvironment, name: str, phase: str, ready: str) -> None:
     """Report the pod in ``phase`` with its Ready and ContainersReady conditions at ``ready`` ("True", "False", "Unknown"),
     as its kubelet would after a readiness probe (or the node controller for a node gone silent). Only for pods kwok plays:

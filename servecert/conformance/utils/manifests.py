@@ -20,17 +20,35 @@ CLUSTER_TOPOLOGY = "servecert"  # the ClusterTopology the embedded cluster creat
 STORIES = ("story1", "story2", "story3", "story4")
 
 
+EXTRA_COMPONENTS: dict[str, dict[str, Any]] = {
+    # NB: an aggregated engine, and a planner whose image no runner knows (kwok plays it): what a DGD of those types runs
+    "worker": {
+        "name": "worker",
+        "type": "worker",
+        "replicas": 1,
+        "image": "servecert/fake-engine",
+        "args": ["--model", MODEL, "--time-scale", "0", "--role", "agg"],
+    },
+    "planner": {"name": "planner", "type": "planner", "replicas": 1, "image": "example.invalid/planner", "args": []},
+}
+"""Components ``dgd(on=...)`` adds beside frontend, prefill and decode, so a case can put topology on them."""
+
+
 def dgd(
     name: str,
     *,
     level: str | None = "rack",
-    policy: str = "fail",
+    policy: str | None = "fail",
     on: str = "frontend",
     prefill: int = 1,
     decode: int = 2,
     cluster_topology: str = CLUSTER_TOPOLOGY,
 ) -> dict[str, Any]:
-    """A disaggregated DGD; ``level=None`` leaves kvCacheTransferTopology out (backward compatibility)."""
+    """A disaggregated DGD; ``level=None`` leaves kvCacheTransferTopology out (backward compatibility).
+
+    ``policy=None`` leaves its mismatchPolicy out (the seed's default, fail). ``on``: the component that carries it;
+    ``worker`` or ``planner`` adds a component of that type to carry it.
+    """
     engine = ["--model", MODEL, "--time-scale", "0"]
     components: list[dict[str, Any]] = [
         {"name": "frontend", "type": "frontend", "replicas": 1, "image": "servecert/frontend", "args": []},
@@ -43,9 +61,11 @@ def dgd(
         },
         {"name": "decode", "type": "decode", "replicas": decode, "image": "servecert/fake-engine", "args": [*engine, "--role", "decode"]},
     ]
+    if on in EXTRA_COMPONENTS:
+        components.append(copy.deepcopy(EXTRA_COMPONENTS[on]))
     if level is not None:
         target = next(c for c in components if c["name"] == on)
-        target["kvCacheTransferTopology"] = {"level": level, "mismatchPolicy": policy}
+        target["kvCacheTransferTopology"] = {"level": level} if policy is None else {"level": level, "mismatchPolicy": policy}
     spec: dict[str, Any] = {"components": components}
     if level is not None:
         spec["topologyConstraint"] = {"clusterTopologyName": cluster_topology}

@@ -219,6 +219,15 @@ def label_pod(api: Any, namespace: str, name: str, labels: Mapping[str, str]) ->
     _core(api).patch_namespaced_pod(name, namespace, body, _request_timeout=REQUEST_TIMEOUT_S)
 
 
+def set_pod_finalizers(api: Any, namespace: str, name: str, finalizers: Sequence[str]) -> None:
+    """Replace the pod's ``metadata.finalizers`` whole."""
+    body = {"metadata": {"finalizers": list(finalizers)}}
+    # NB: a JSON merge patch: the client's default, a strategic merge patch, merges the list (an empty one removes nothing)
+    _core(api).patch_namespaced_pod(
+        name, namespace, body, _content_type="application/merge-patch+json", _request_timeout=REQUEST_TIMEOUT_S
+    )
+
+
 def patch_pod_status(api: Any, namespace: str, name: str, status: Mapping[str, Any]) -> None:
     """Patch the pod's status subresource, as its kubelet (or the node lifecycle controller) would."""
     _core(api).patch_namespaced_pod_status(name, namespace, {"status": dict(status)}, _request_timeout=REQUEST_TIMEOUT_S)

@@ -43,7 +43,7 @@ def dgd_errors(dgd: DynamoGraphDeployment, lookup: TopologyLookup, behaviour: Be
             errors.append(f"{field}.type: {ctype!r} is not one of {', '.join(COMPONENT_TYPES)}")
         topology = component.get("kvCacheTransferTopology")
         if topology is not None:
-            if ctype != FRONTEND and behaviour.check_component_type:
+            if ctype != FRONTEND and ctype in behaviour.topology_refused_on:
                 errors.append(
                     f"{field}.kvCacheTransferTopology: only valid on components of type frontend, not {ctype!r}; "
                     "move it to the frontend component"
@@ -63,7 +63,7 @@ def _topology_errors(
     if not name:
         return [f"spec.topologyConstraint.clusterTopologyName: required when {first} is set; name the ClusterTopology to resolve its level"]
     if not lookup.crd_installed():
-        if not behaviour.check_crd_installed:
+        if all(topo.get("mismatchPolicy", "fail") not in behaviour.crd_required_for for _, topo in entries):
             return []
         return [
             f"{first}: the ClusterTopology CRD (clustertopologies.grove.io) is not installed, so ClusterTopology "

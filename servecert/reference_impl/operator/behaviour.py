@@ -29,7 +29,7 @@ def bound_node(bound: str, nodes: Sequence[str]) -> str:
 
 
 SPLITS = ("ready", "even", "switch")
-REPLICA_READINESS = ("all-pods", "leader", "pod-count")
+REPLICA_READINESS = ("all-pods", "leader", "pod-count", "existing-pods")
 WORKER_TOPOLOGY = ("workers", "replica", "drop")
 
 
@@ -43,10 +43,11 @@ class Behaviour:
     """Refuse a ``kvCacheTransferTopology.level`` that is not a domain of the ClusterTopology."""
     check_topology_exists: bool = True
     """Refuse a DGD whose ``clusterTopologyName`` names no ClusterTopology; False admits it unchecked (broken)."""
-    check_crd_installed: bool = True
-    """Refuse topology when the ClusterTopology CRD is not installed; False admits what it cannot check (fails open, broken)."""
-    check_component_type: bool = True
-    """Refuse ``kvCacheTransferTopology`` on a component not of type frontend."""
+    crd_required_for: tuple[str, ...] = ("fail", "fallback")
+    """Mismatch policies whose topology is refused when the ClusterTopology CRD is not installed: both (seed 000's row
+    names no policy); fewer admits what it cannot check (fails open, broken)."""
+    topology_refused_on: tuple[str, ...] = ("prefill", "decode", "worker", "planner")
+    """Component types whose ``kvCacheTransferTopology`` is refused: every type but frontend; fewer is broken."""
     pod_name: Callable[[str, int], str] = seed_pod_name
     default_mismatch_policy: str = "fail"
     """The router's mismatch policy when ``kvCacheTransferTopology`` omits it (seed 000: fail; fallback is broken)."""
@@ -58,7 +59,10 @@ class Behaviour:
     """Count readiness from the pods; False reports every existing pod as ready (optimistic)."""
     replica_readiness: str = "all-pods"
     """Seed 004: a replica counts as ready only when all its pods are (``all-pods``); ``leader`` counts a replica whose
-    leader is Ready, ``pod-count`` divides the ready pods by the pods of a replica (broken)."""
+    leader is Ready, ``pod-count`` divides the ready pods by the pods of a replica, ``existing-pods`` counts a replica whose
+    pods that exist are all Ready, however few (broken)."""
+    terminating_serves: bool = False
+    """A pod being deleted (``deletionTimestamp`` set) still counts, by its Ready condition; True is broken."""
     leader_service: bool = True
     """A headless Service per multi-node replica, as LWS makes, so ``LWS_LEADER_ADDRESS`` resolves to the leader; False
     names an address nothing answers for (broken)."""
@@ -74,6 +78,9 @@ class Behaviour:
     worker_topology: str = "workers"
     """A role's ``multinode.workerNetworkTopology`` (seed 002, use case 4) on a sub-group of each replica's workers, the
     leader free (``workers``); ``replica`` constrains the leader too, ``drop`` ignores it (broken)."""
+    worker_topology_mode: str | None = None
+    """The mode written on a replica's workers' sub-group: None, the spec's ``workerNetworkTopology.mode``; ``soft`` or
+    ``hard`` whatever the spec says (broken)."""
     roll_inference_services: bool = True
     """Replace an InferenceService's pods when its spec changes them (``inference_service.replace``); False keeps the pods of
     the generation that created them (broken)."""

@@ -116,7 +116,14 @@ def plan(obj: Mapping[str, Any], behaviour: Behaviour) -> Plan:
             if in_gang:
                 tasks[(behaviour.pod_group_key or behaviour.task_key)(role["name"], replica)] = kube_objects.node_count(role)
     group = (
-        pod_group(isvc, tasks, behaviour.pod_group_as_seed_example, behaviour.network_topology, behaviour.worker_topology)
+        pod_group(
+            isvc,
+            tasks,
+            behaviour.pod_group_as_seed_example,
+            behaviour.network_topology,
+            behaviour.worker_topology,
+            behaviour.worker_topology_mode,
+        )
         if gang
         else None
     )
@@ -219,13 +226,14 @@ def min_member(isvc: InferenceService) -> int:
     return sum(kube_objects.node_count(r) for r in gang_roles(isvc))
 
 
-def sub_group_policy(isvc: InferenceService, worker_topology: str = "workers") -> list[SubGroupPolicy]:
+def sub_group_policy(isvc: InferenceService, worker_topology: str = "workers", worker_mode: str | None = None) -> list[SubGroupPolicy]:
     """Per gang role: each replica's pods all-or-nothing, at least one replica of the role.
 
     A role whose ``multinode.workerNetworkTopology`` is set (seed 002's use case 4) gets two sub-groups per replica
     instead: its workers (every pod but the leader) under that network topology, first, as Volcano gives a pod to the
     first policy whose selector matches it; then its leader alone, unconstrained. ``worker_topology``: ``workers`` (the
-    reference), ``replica`` puts the topology on the whole replica, leader included, ``drop`` ignores it (both broken).
+    reference), ``replica`` puts the topology on the whole replica, leader included, ``drop`` ignores it (both broken);
+    ``worker_mode`` other than None writes that mode whatever the spec says (broken).
     """
     service = isvc["metadata"]["name"]
     out: list[SubGroupPolicy] = []
@@ -233,6 +241,8 @@ def sub_group_policy(isvc: InferenceService, worker_topology: str = "workers") -
         name, size = str(role["name"]), kube_objects.node_count(role)
         labels = {kn.IS_SERVICE_LABEL: service, kn.IS_ROLE_LABEL: name}
         topology = dict((role.get("multinode") or {}).get("workerNetworkTopology") or {})
+        if topology and worker_mode is not None:
+            topology["mode"] = worker_mode
         whole: SubGroupPolicy = {
             "name": name,
             "subGroupSize": size,
@@ -271,6 +281,7 @@ def pod_group(
     as_seed_example: bool = False,
     network_topology: bool = True,
     worker_topology: str = "workers",
+    worker_mode: str | None = None,
 ) -> PodGroup:
     """The service's PodGroup; ``as_seed_example``: seed 004's example fields instead (every pod, no subGroupPolicy; broken).
 
@@ -281,7 +292,7 @@ def pod_group(
     spec: PodGroupSpec = {
         "minMember": min_member(isvc),
         "minTaskMember": dict(tasks),
-        "subGroupPolicy": sub_group_policy(isvc, worker_topology),
+        "subGroupPolicy": sub_group_policy(isvc, worker_topology, worker_mode),
     }
     if as_seed_example:
         spec = {"minMember": sum(tasks.values()), "minTaskMember": dict(tasks)}
@@ -410,13 +421,15 @@ def ready_replicas(members: Mapping[int, Sequence[Pod]], size: int, readiness: s
     """Seed 004: "a replica is ready only when all its nodes are ready"; ``readiness`` other than ``all-pods`` is broken.
 
     ``members``: each wanted replica's serving pods. ``leader``: a replica whose leader is Ready; ``pod-count``: ready pods
-    divided by the pods of a replica.
+    divided by the pods of a replica; ``existing-pods``: a replica whose serving pods are all Ready, however few.
     """
     if readiness == "pod-count":
         ready = sum(1 for pods in members.values() for p in pods if pod_ready(p))
         return min(len(members), ready // max(size, 1))
     if readiness == "leader":
         return sum(1 for pods in members.values() if any(_worker_index(p) == 0 and pod_ready(p) for p in pods))
+    if readiness == "existing-pods":
+        return sum(1 for pods in members.values() if pods and all(pod_ready(p) for p in pods))
     return sum(1 for pods in members.values() if len(pods) == size and all(pod_ready(p) for p in pods))
 
 
@@ -438,7 +451,7 @@ def role_status(isvc: InferenceService, role: Role, pods: Sequence[Pod], now: st
         if kube_objects.labels_of(p).get(kn.IS_ROLE_LABEL) == role["name"]
         and p["metadata"]["labels"].get(kn.IS_REPLICA_LABEL) in wanted
     ]
-    serving = [p for p in mine if not _terminating(p)]  # NB: a pod being replaced or removed serves no more
+    serving = [p for p in mine if behaviour.terminating_serves or not _terminating(p)]  # NB: a pod being replaced or removed serves no more
     ready_pods = sum(1 for p in serving if pod_ready(p))
     members = {r: [p for p in serving if p["metadata"]["labels"].get(kn.IS_REPLICA_LABEL) == str(r)] for r in range(desired)}
     ready = ready_replicas(members, size, behaviour.replica_readiness)

@@ -63,9 +63,16 @@ def test_transfer_topology_without_cluster_topology_name_is_refused() -> None:
     assert lookup.calls == []
 
 
-def test_transfer_topology_without_cluster_topology_crd_is_refused() -> None:
+@pytest.mark.parametrize("policy", ["fail", "fallback", None])
+def test_transfer_topology_without_cluster_topology_crd_is_refused_whatever_the_policy(policy: str | None) -> None:
+    obj = dgd()
+    topo = obj["spec"]["components"][0]["kvCacheTransferTopology"]
+    if policy is None:
+        del topo["mismatchPolicy"]
+    else:
+        topo["mismatchPolicy"] = policy
     lookup = FakeTopologies(crd=False)
-    assert dgd_errors(dgd(), lookup) == [
+    assert dgd_errors(obj, lookup) == [
         "spec.components[0].kvCacheTransferTopology: the ClusterTopology CRD (clustertopologies.grove.io) is not installed, "
         "so ClusterTopology 'my-cluster-topology' cannot be read; install Grove's ClusterTopology or remove kvCacheTransferTopology"
     ]
@@ -107,7 +114,7 @@ def test_behaviour_without_level_check_accepts_a_bad_level() -> None:
     assert dgd_errors(obj, FakeTopologies(), Behaviour(check_level=False)) == []
 
 
-@pytest.mark.parametrize(("index", "ctype"), [(1, "prefill"), (2, "decode"), (1, "worker")])
+@pytest.mark.parametrize(("index", "ctype"), [(1, "prefill"), (2, "decode"), (1, "worker"), (2, "planner")])
 def test_transfer_topology_on_a_non_frontend_component_is_refused(index: int, ctype: str) -> None:
     obj = dgd()
     components = obj["spec"]["components"]
@@ -122,7 +129,21 @@ def test_transfer_topology_on_a_non_frontend_component_is_refused(index: int, ct
 def test_a_behaviour_without_the_component_check_accepts_it_on_a_worker() -> None:
     obj = dgd()
     obj["spec"]["components"][2]["kvCacheTransferTopology"] = {"level": "zone"}
-    assert dgd_errors(obj, FakeTopologies(), Behaviour(check_component_type=False)) == []
+    assert dgd_errors(obj, FakeTopologies(), Behaviour(topology_refused_on=())) == []
+
+
+@pytest.mark.parametrize("ctype", ["worker", "planner"])
+def test_a_behaviour_refusing_topology_on_prefill_and_decode_only_accepts_it_on_other_types(ctype: str) -> None:
+    obj = dgd()
+    obj["spec"]["components"][1]["kvCacheTransferTopology"] = {"level": "zone"}
+    obj["spec"]["components"][1]["type"] = ctype
+    assert dgd_errors(obj, FakeTopologies(), Behaviour(topology_refused_on=("prefill", "decode"))) == []
+
+
+def test_a_behaviour_requiring_the_crd_for_fail_only_admits_fallback_without_it() -> None:
+    obj = dgd()
+    obj["spec"]["components"][0]["kvCacheTransferTopology"]["mismatchPolicy"] = "fallback"
+    assert dgd_errors(obj, FakeTopologies(crd=False), Behaviour(crd_required_for=("fail",))) == []
 
 
 def test_transfer_topology_on_frontend_and_worker_refuses_only_the_worker() -> None:

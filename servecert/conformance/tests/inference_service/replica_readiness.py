@@ -14,7 +14,12 @@ the suite wrote, read back from the API server):
    the second shortcut through: 7 // 4 = 1 is right there.)
 2. those two Ready again, and one worker of replica 1 in phase Unknown (the state Kubernetes could
    not obtain, as for a node gone silent): the role's phase Unknown, readyReplicas 1, one pod fewer;
-3. every pod Ready again: the role Running with every replica and pod counted.
+3. every pod Ready again: the role Running with every replica and pod counted;
+4. one worker of replica 0 deleted but held Terminating by a finalizer of the suite's, its Ready
+   condition still True (as a pod whose container ignores SIGTERM stays): readyReplicas 1, one pod
+   fewer, the role not Running. Counting the pods that exist and are Ready per replica (not the
+   replica's size) gives 2 here, and so does counting a terminating pod as serving; then the
+   finalizer goes, the operator makes the replica whole again, and every count comes back.
 
 Every other role must keep its full counts and Running throughout (story 4's prefill role).
 The pods are kwok's (no runner image), whose stages act on Pending pods alone, so nothing but
@@ -39,6 +44,8 @@ UNREADY = ((0, 1), (1, 3))
 """(replica, worker) made unready in step 1: a worker in each of two replicas, never a leader (worker 0)."""
 UNKNOWN = (1, 2)
 """(replica, worker) put in phase Unknown in step 2."""
+TERMINATING = (0, 3)
+"""(replica, worker) deleted and held Terminating in step 4, its Ready condition left True: the replica lost it."""
 FULL = "full"
 """Expected phase of a role the suite leaves alone: Running with every replica and pod counted."""
 
@@ -80,6 +87,10 @@ def full(role: dict[str, Any]) -> Expected:
 
 
 READY_RULE = "seed 004: a replica is ready only when all its nodes are ready"
+TERMINATING_RULE = (
+    "seed 004: a replica is ready only when all its nodes are ready; a pod being deleted serves no more (the suite's "
+    "reading, as Kubernetes' EndpointSlices mark a terminating pod not ready), so its replica is short of a pod"
+)
 UNKNOWN_RULE = "seed 004's phases include Unknown; Kubernetes could not obtain this pod's state, so nor its role's"
 
 
@@ -133,11 +144,19 @@ async def check(ctx: TestContext) -> None:
     await kc.set_pod_state(env, unknown, "Running", "True")
     await components_must_reach(ctx, service, every, f"after {unknown} Running and Ready again", READY_RULE)
 
+    leaving = pod_name(service, name, *TERMINATING)
+    async with kc.pod_held_terminating(env, leaving):
+        step4 = Expected(replicas - 1, replicas * size - 1, None)
+        what = f"after {leaving} was deleted (Terminating, held by a finalizer, its Ready condition still True)"
+        await components_must_reach(ctx, service, {name: step4, **others}, what, TERMINATING_RULE)
+    await components_must_reach(ctx, service, every, f"after {leaving} was gone and its replica whole again", READY_RULE)
+
 
 TEST = ConformanceTest(
     short_name="InferenceServiceReplicaReadiness",
     description="A multi-node replica counts as ready only when all its pods are Ready (one unready worker in each of two "
-    "replicas leaves none ready), and a role with a pod in phase Unknown is in phase Unknown; status follows back to Running.",
+    "replicas leaves none ready; a Ready worker being deleted leaves its replica not ready), and a role with a pod in phase "
+    "Unknown is in phase Unknown; status follows back to Running.",
     features=(features.INFERENCE_SERVICE_STATUS,),
     environments=frozenset({"cluster"}),
     slow=True,

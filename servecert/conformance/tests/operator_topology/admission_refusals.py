@@ -21,6 +21,10 @@ CASES = (
     Case("level-not-a-domain", {"dgd": {"level": "datacenter"}, "names": ("kvCacheTransferTopology.level", "datacenter")}),
     Case("on-a-prefill-component", {"dgd": {"on": "prefill"}, "names": ("kvCacheTransferTopology", "frontend")}),
     Case("on-a-decode-component", {"dgd": {"on": "decode"}, "names": ("kvCacheTransferTopology", "frontend")}),
+    # NB: every other type the CRD allows: a webhook that refuses topology on the P/D roles only (the ones that transfer
+    # KV) admits these
+    Case("on-a-worker-component", {"dgd": {"on": "worker"}, "names": ("kvCacheTransferTopology", "frontend")}),
+    Case("on-a-planner-component", {"dgd": {"on": "planner"}, "names": ("kvCacheTransferTopology", "frontend")}),
 )
 
 
@@ -43,8 +47,9 @@ TEST = ConformanceTest(
         "000",
         "4. DGD Spec Extension (v1beta1)",
         "ClusterTopology CR exists and the specified level is a valid domain in the hierarchy",
-        note="Also the next bullet (kvCacheTransferTopology only on type: frontend) and the admission table under Failure "
-        "Handling; that the refusal names the field is the suite's addition.",
+        note="Also the next bullet (kvCacheTransferTopology only on type: frontend; its cases cover every other type the "
+        "CRD allows: prefill, decode, worker, planner) and the admission table under Failure Handling; that the refusal "
+        "names the field is the suite's addition.",
     ),
     environments=frozenset({"cluster"}),
     cases=CASES,

@@ -553,6 +553,10 @@ def _surge(ev: Evidence) -> list[str]:
 def _workers_before_frontend(ev: Evidence) -> list[str]:
     """Seed 001 4.1.2 T1-T3: no worker of the new version exists before a frontend created for the rollout is Ready.
 
+    One Ready replica of the new frontend is enough: 4.1.1, which 4.1.2 follows ("The same as Solution
+    A"), says "Wait until at least one of, or all of, the new frontend replicas are ready", so an
+    operator that waits for one replica of three is as conformant as one that waits for all three.
+
     A frontend created after the change is the new dynamo namespace's (the suite cannot read the
     namespace from the implementation's labels; when the frontend's own spec changes, its version
     says the same).
