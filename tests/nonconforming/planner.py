@@ -17,6 +17,8 @@ from servecert.adapters.reference.adapter import ReferenceImplementation
 from servecert.reference_impl.planner import load_scaling
 from servecert.reference_impl.planner.config import AGG, PlannerConfig
 from servecert.reference_impl.planner.connectors.kubernetes import DECODE, PREFILL, Components, DeploymentShapeError, by_type
+from servecert.reference_impl.planner.connectors.protocol import ISSUED
+from servecert.reference_impl.planner.connectors.virtual import VirtualConnector
 from servecert.reference_impl.planner.load_scaling import LoadProposal
 from servecert.reference_impl.planner.planner import Planner
 from servecert.reference_impl.planner.reconcile import Targets, reconcile
@@ -284,6 +286,27 @@ def WaitsForAckForever() -> ReferenceImplementation:
     """Never proceeds past an unacknowledged decision, whatever scaling_ack_timeout_s. Caught by PlannerScalingAcknowledgementGuard."""
     return ReferenceImplementation(planner_config_hook=_no_ack_timeout)
 
+
+
+def _doubling_ack_wait(planner: Planner) -> None:
+    connector = planner.connector
+    assert isinstance(connector, VirtualConnector), f"the ack timeout is the Virtual connector's, not {type(connector).__name__}'s"
+    issue = connector.scale_to
+
+    async def scale_to(prefill: int, decode: int) -> str:
+        abandoned = await connector.timed_out()
+        action = await issue(prefill, decode)
+        if action == ISSUED and abandoned:
+            connector.ack_timeout_s *= 2  # Broken: each abandoned decision doubles the wait for the next.
+        return action
+
+    connector.scale_to = scale_to  # type: ignore[method-assign]
+
+
+def DoublingAckWait() -> ReferenceImplementation:
+    """Waits twice as long after each abandoned decision (6, 12, 24 s against a 6 s timeout): it does not proceed "anyway".
+    Caught by PlannerScalingAcknowledgementGuard[never-ack]."""
+    return ReferenceImplementation(planner_hook=_doubling_ack_wait)
 
 
 def AggregatedOnItlOnly() -> ReferenceImplementation:

@@ -159,6 +159,7 @@ class ScenarioRun:
     end_s: float
     log: list[str] = field(default_factory=list)
     machine: str = ""  # how the machine treated the scenario: CPU priority and event-loop lag
+    lag_worst_s: float = 0.0  # the harness's latest event-loop wake-up (real seconds): how late it could have looked
     passes: FpmRecord | None = None  # the forward passes of the engines there at t=0, as they published them
     delays: HostDelays = field(default_factory=lambda: HostDelays({}))  # what the engines ran behind their model
 
@@ -405,7 +406,7 @@ async def run(
             await lag.stop()
     delays = HostDelays.of(await _engine_records(ctx, deployment), results)
     outcome = ScenarioRun(scenario, t, spec, results, harness, end * t.planner_time_scale,
-                          machine=f"{priority.outcome}, {lag.summary()}", passes=passes, delays=delays)
+                          machine=f"{priority.outcome}, {lag.summary()}", lag_worst_s=lag.worst_s, passes=passes, delays=delays)
     ctx.log.info(outcome.summary())
     ctx.log.info(outcome.timeline())
     _record_figures(ctx, outcome)
