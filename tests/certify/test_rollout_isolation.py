@@ -94,6 +94,7 @@ def broken(adapter: str, test: str, mode: str, rule_named: str, group: str) -> A
         broken("EvenSplit", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
         broken("SwitchAtOnce", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
         broken("LaggingSplit", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
+        broken("WeightsFromDesired", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-in-place"),
         broken("WorkersWithFrontend", "RolloutSteps[seed-example]", scenarios.STEPS, FRONTEND_FIRST, "rollout-in-place"),
         broken("IgnoresRatio", "RolloutSteps[seed-example]", scenarios.STEPS, "prefill:decode ratio broken", "rollout-broken"),
         broken(

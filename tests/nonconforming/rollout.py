@@ -16,6 +16,8 @@
 * ``SwitchAtOnce``: all traffic goes to the new set as soon as it can serve (an instant switch).
 * ``LaggingSplit``: the new set is weighted as if it had two fewer ready workers per component than
   it has, so the split trails the ready ratio by two steps.
+* ``WeightsFromDesired``: each set weighted by the workers it has, Ready or not (its desired count),
+  so a new worker still loading its model draws its share; seed 001 4.3 counts ready workers.
 * ``NoSurgeLimit``: every new worker is created at once (maxSurge ignored), as a blue/green switch
   of the worker sets would.
 * ``WorkersWithFrontend``: the new workers are created with the new frontend, not once it is ready.
@@ -53,6 +55,7 @@ FRONTEND_JOINS_OLD_WORKERS = Behaviour(frontend_rolls_workers=False)
 EVEN_SPLIT = Behaviour(split="even")
 SWITCH_AT_ONCE = Behaviour(split="switch")
 LAGGING_SPLIT = Behaviour(weight_lag_workers=2)
+WEIGHTS_FROM_DESIRED = Behaviour(weight_from_desired=True)
 NO_SURGE_LIMIT = Behaviour(honour_max_surge=False)
 WORKERS_WITH_FRONTEND = Behaviour(workers_after_frontend=False)
 ONE_NEW_FRONTEND = Behaviour(full_new_frontend=False)
@@ -92,6 +95,11 @@ def SwitchAtOnce() -> ReferenceImplementation:
 
 def LaggingSplit() -> ReferenceImplementation:
     return ReferenceImplementation(operator_behaviour=f"{__name__}:LAGGING_SPLIT")
+
+
+def WeightsFromDesired() -> ReferenceImplementation:
+    """Weights from the workers each set has, Ready or not: a new worker loading its model already draws traffic."""
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:WEIGHTS_FROM_DESIRED")
 
 
 def NoSurgeLimit() -> ReferenceImplementation:

@@ -123,6 +123,9 @@ class Behaviour:
     sync_every_proxy: bool = True
     """Bring every proxy replica to the plan each reconcile; False configures a replica until it has some frontend weighted
     and keeps only the first (by name) up to date after that (broken: the others serve the weights they started with)."""
+    weight_from_desired: bool = False
+    """Weigh each set by its workers that exist (created, Ready or not) instead of its ready ones: a new worker still
+    loading its model already draws its share (broken)."""
     weight_lag_workers: int = 0
     """The spec's set is weighted as if each of its components had this many fewer ready workers: a split lagging the
     ready ratio by that many steps (broken)."""

@@ -305,7 +305,8 @@ def _weights(
         ready = {key: sum(1 for v in serving if v.set_key == key) for key in sets}
     else:
         lag = behaviour.weight_lag_workers
-        ready = {key: _serving_workers(workers, key[0], components, lag if key == target else 0) for key in sets}
+        desired = behaviour.weight_from_desired
+        ready = {key: _serving_workers(workers, key[0], components, lag if key == target else 0, desired) for key in sets}
     shares = _shares(_broken_split(ready, target, behaviour.split))
     out: dict[str, int] = {}
     for key in sets:
@@ -315,11 +316,15 @@ def _weights(
     return out
 
 
-def _serving_workers(workers: Sequence[PodView], revision: str, components: set[str], lag: int = 0) -> int:
-    """Ready workers of one revision, counted ``lag`` short per component; none unless every component has one."""
-    mine = [w for w in workers if w.ready and w.revisions.workers == revision]
-    counted = {c: max(0, sum(1 for w in mine if w.component == c) - lag) for c in components}
-    return sum(counted.values()) if all(counted.values()) else 0
+def _serving_workers(workers: Sequence[PodView], revision: str, components: set[str], lag: int = 0, desired: bool = False) -> int:
+    """Ready workers of one revision, counted ``lag`` short per component; none unless every component has a ready one.
+
+    ``desired``: every worker of the revision counts, Ready or not, once each component has a ready one (broken)."""
+    mine = [w for w in workers if w.revisions.workers == revision]
+    ready = [w for w in mine if w.ready]
+    counted = {c: max(0, sum(1 for w in (mine if desired else ready) if w.component == c) - lag) for c in components}
+    able = all(any(w.component == c for w in ready) for c in components)
+    return sum(counted.values()) if able and all(counted.values()) else 0
 
 
 def _broken_split(ready: Mapping[SetKey, int], target: SetKey, split: str) -> dict[SetKey, int]:

@@ -3,10 +3,12 @@
 The evidence is a synthetic rollout of RolloutTrafficSplit's DGD (one frontend, four aggregated
 workers, maxSurge 1): each new worker becomes Ready ``STEP_S`` after the last, an old one goes
 0.2 s later, so the ready ratio steps 0 -> 0.2 -> 0.25 -> 0.4 -> 0.5 -> 0.6 -> 0.75 -> 0.8 -> 1.
-Requests arrive 25 a second; a chooser decides which version serves each. A fixed 50/50 split, an
-instant switch and a split two steps behind are each failed, though the first two average out to
-about the ready ratio over the whole rollout; a weighted random choice at the ready ratio passes
-in nearly every rollout (the rule allows three binomial standard errors).
+Requests arrive 60 a second (the real scenario's rate, ``SPLIT_MAX_TOKENS`` tokens a stream at its
+concurrency; steps ~11 s apart, ``SPLIT_STARTUP_S``); a chooser decides which version serves each.
+A fixed 50/50 split, an instant switch, a split two steps behind and a split by desired (not
+ready) workers are each failed, though the first two average out to about the ready ratio over
+the whole rollout; a weighted random choice at the ready ratio passes in nearly every rollout
+(the rule allows three binomial standard errors).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from servecert.conformance.tests.rollout_isolation import _verdict as verdict
 from servecert.conformance.tests.rollout_isolation._traffic import Sent
 from servecert.harness.traffic import Outcome
 
-STEP_S = 7.0
-RATE = 25.0
+STEP_S = 11.0
+RATE = 60.0
 Chooser = Callable[[float, float, random.Random], bool]
 """(arrival, ready ratio in force then, rng) -> served by the new version?"""
 
@@ -133,6 +135,20 @@ def test_a_split_two_steps_behind_is_failed() -> None:
 
     problems = split_problems(rollout(lagging))
     assert problems and "the new version served 0.00" in problems[0], problems
+
+
+def by_desired(arrival: float, ratio: float, rng: random.Random) -> bool:
+    """Weighted random at each set's workers, Ready or not: while new worker k+1 loads (from the old one's deletion to
+    its readiness), (k + 1) / 5 instead of k / 4 (0.40 against 0.25 at k = 1, the widest gap)."""
+    for k in range(1, 4):
+        if 1.0 + STEP_S * (k - 1) + 0.2 <= arrival < 1.0 + STEP_S * k:
+            return rng.random() < (k + 1) / 5
+    return rng.random() < ratio
+
+
+def test_a_split_by_desired_workers_is_failed_nearly_always() -> None:
+    failed = sum(bool(split_problems(rollout(by_desired, seed))) for seed in range(50))
+    assert failed >= 47, f"only {failed} of 50 rollouts weighted by desired workers failed the split rule"
 
 
 def test_a_split_within_the_follow_allowance_passes() -> None:

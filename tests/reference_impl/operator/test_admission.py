@@ -39,6 +39,17 @@ class UnusableLookup:
         raise AssertionError(f"domains({name!r}) called for a DGD without kvCacheTransferTopology")
 
 
+def dgd_with_policy(policy: str | None) -> dict[str, Any]:
+    """The seed's DGD with its frontend's mismatchPolicy at ``policy`` (None: omitted)."""
+    obj = dgd()
+    topo = obj["spec"]["components"][0]["kvCacheTransferTopology"]
+    if policy is None:
+        del topo["mismatchPolicy"]
+    else:
+        topo["mismatchPolicy"] = policy
+    return obj
+
+
 # -- admission: DynamoGraphDeployment ------------------------------------------------------------
 
 
@@ -65,14 +76,8 @@ def test_transfer_topology_without_cluster_topology_name_is_refused() -> None:
 
 @pytest.mark.parametrize("policy", ["fail", "fallback", None])
 def test_transfer_topology_without_cluster_topology_crd_is_refused_whatever_the_policy(policy: str | None) -> None:
-    obj = dgd()
-    topo = obj["spec"]["components"][0]["kvCacheTransferTopology"]
-    if policy is None:
-        del topo["mismatchPolicy"]
-    else:
-        topo["mismatchPolicy"] = policy
     lookup = FakeTopologies(crd=False)
-    assert dgd_errors(obj, lookup) == [
+    assert dgd_errors(dgd_with_policy(policy), lookup) == [
         "spec.components[0].kvCacheTransferTopology: the ClusterTopology CRD (clustertopologies.grove.io) is not installed, "
         "so ClusterTopology 'my-cluster-topology' cannot be read; install Grove's ClusterTopology or remove kvCacheTransferTopology"
     ]
@@ -166,13 +171,7 @@ def test_bad_mismatch_policy_is_refused(policy: str) -> None:
 
 @pytest.mark.parametrize("policy", ["fail", "fallback", None])
 def test_mismatch_policy_fail_fallback_or_absent_is_accepted(policy: str | None) -> None:
-    obj = dgd()
-    topo = obj["spec"]["components"][0]["kvCacheTransferTopology"]
-    if policy is None:
-        del topo["mismatchPolicy"]
-    else:
-        topo["mismatchPolicy"] = policy
-    assert dgd_errors(obj, FakeTopologies()) == []
+    assert dgd_errors(dgd_with_policy(policy), FakeTopologies()) == []
 
 
 def test_bad_level_and_bad_policy_are_both_reported() -> None:

@@ -28,7 +28,7 @@ import aiohttp
 from servecert.conformance.suite import phases
 from servecert.conformance.suite.test_case import TestContext
 from servecert.conformance.suite.timeouts import Timeouts
-from servecert.conformance.tests.rollout_isolation._scenarios import CONCURRENCY, MODEL, Scenario, ctype
+from servecert.conformance.tests.rollout_isolation._scenarios import MODEL, Scenario, ctype
 from servecert.conformance.tests.rollout_isolation._traffic import StreamingTraffic
 from servecert.conformance.tests.rollout_isolation._verdict import Evidence, Timeline, serving
 from servecert.conformance.utils import kube as kc
@@ -142,7 +142,10 @@ async def run_in(
     url = await deploy(env, timeouts, scenario, dgd)
     history = kc.PodHistory(env).start()
     wall_offset = time.time() - time.monotonic()
-    load = await StreamingTraffic(url, MODEL, concurrency=CONCURRENCY, request_timeout_s=timeouts.request_s).start()
+    traffic = StreamingTraffic(
+        url, MODEL, concurrency=scenario.concurrency, max_tokens=scenario.max_tokens, request_timeout_s=timeouts.request_s
+    )
+    load = await traffic.start()
     if on_traffic is not None:
         on_traffic(url)
     try:

@@ -24,8 +24,10 @@ TARGETS: Mapping[str, int] = MappingProxyType({"prefill": PREFILL, "decode": DEC
 AGGREGATED = 4
 AGG_TARGETS: Mapping[str, int] = MappingProxyType({"agg": AGGREGATED})
 """Seed 001's own example (4.3.1: NS A 4 workers, then 3:1 -> weights 75/25): one aggregated worker set of four."""
-SPLIT_STARTUP_S = 6.0
-"""Model-load time of the split scenario's engines: each ready ratio holds ~7 s, ~150 requests, enough to judge it."""
+SPLIT_STARTUP_S = 10.0
+"""Model-load time of the split scenario's engines: each ready ratio holds ~11 s."""
+SPLIT_MAX_TOKENS = 3
+"""Tokens a request of the split scenario asks for: ~0.15 s a stream, so ~60 requests a second at CONCURRENCY."""
 PAUSE_STARTUP_S = 5.0
 """Model-load time of the pause scenario's engines: longer than the settle the suite allows after the pause
 (``rollout_pause_settle_s``, at most 2 s) plus its polling, so an operator that ignores the pause cannot take the
@@ -37,6 +39,8 @@ CONCURRENCY = 12
 """Streams in flight at once: ~24 requests a second, so even a rollout over in 2 s (a frontend-only one
 that ends the old frontend as soon as the new is Ready) serves enough requests to judge the traffic
 split (``_verdict``'s 20); with 4, such a rollout served 12-16."""
+MAX_TOKENS = 12
+"""Tokens a request asks for: at ENGINE_TIMING's 30 ms a token, ~0.5 s a stream."""
 
 MDC = "seed 001 3.1 (MDC checksum)"
 KV_LAYOUT = "seed 001 3.2 (KV cache layout)"
@@ -132,6 +136,10 @@ class Scenario:
     """Its ``spec.rolloutStrategy`` (seed 001 4.1.2 assumes 1 and 0)."""
     shape: Callable[[dict[str, Any]], None] | None = None
     """Reshapes the suite's DGD before it is deployed (e.g. the block size moved from args to env)."""
+    concurrency: int = CONCURRENCY
+    """Streams the suite keeps in flight through the rollout."""
+    max_tokens: int = MAX_TOKENS
+    """Tokens each of its requests asks for: fewer, more requests a second at the same concurrency."""
     frontend_only: bool = False
     """Only the frontend's spec changes, yet the workers roll too: seed 001 4.1 creates the new frontend "with a new
     DYN_NAMESPACE B" and sets "DYN_NAMESPACE = NS B" on the workers (T3), ending in "Frontend + Workers in NS B". A
@@ -284,4 +292,5 @@ AGGREGATED_SPLIT = Scenario(
     BLOCK_SIZE.new_worker,
     targets=AGG_TARGETS,
     engine_args=loading(SPLIT_STARTUP_S),
+    max_tokens=SPLIT_MAX_TOKENS,
 )
