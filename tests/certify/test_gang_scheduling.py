@@ -45,6 +45,13 @@ def test_the_reference_is_certified_on_gang_scheduling(cluster: Cluster, tmp_pat
         assert result["statistics"]["passed"] == tests and result["statistics"]["skipped"] == 0, result
 
 
+BOUND = {
+    # NB: its hard workers are judged unbound for gang_bound_s: the default (30 s) is what a busy machine's Volcano may
+    # take to bind them (make test of 63cffbb: not within 5 s); 10 s is what the others need to show their fault
+    "tests.nonconforming.gang:WorkerTopologyAlwaysSoft": "gang_bound_s=30",
+}
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.xdist_group("gang")
@@ -126,7 +133,7 @@ def test_a_broken_gang_setup_is_failed_naming_the_property(
 ) -> None:
     if not cluster.has_pod_runner:
         pytest.skip(f"backend {cluster.backend} has no pod runner")
-    code, report, output = certify(cluster, adapter, tmp_path, "--run-test", focus, "--timeout", "gang_bound_s=10")
+    code, report, output = certify(cluster, adapter, tmp_path, "--run-test", focus, "--timeout", BOUND.get(adapter, "gang_bound_s=10"))
     assert code == 1, f"certify must exit 1 for {adapter}, got {code}:\n{output[-3000:]}"
     profile = profile_of(report)
     for section, tests in caught.items():
