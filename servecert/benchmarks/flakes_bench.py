@@ -124,23 +124,23 @@ def assertion_lines(output: str) -> list[str]:
     return found[:ASSERTION_LINES]
 
 
-def failed_tests(report_path: Path, profile: str) -> list[str] | None:
-    """The report's failed tests of ``profile`` (core, then extended); None when no report was written."""
+def report_profiles(report_path: Path, profile: str) -> list[dict[str, Any]]:
+    """The report's entries for ``profile`` (every one for ALL); none when no report was written."""
     if not report_path.is_file():
-        return None
+        return []
     report = yaml.safe_load(report_path.read_text()) or {}
-    found = [p for p in report.get("profiles") or [] if profile in (ALL, p.get("name"))]
+    return [p for p in report.get("profiles") or [] if profile in (ALL, p.get("name"))]
+
+
+def failed_tests(found: Sequence[dict[str, Any]]) -> list[str] | None:
+    """Those entries' failed tests (core, then extended); None when there are none (no report for the profile)."""
     if not found:
         return None
     return [t for p in found for level in ("core", "extended") for t in (p.get(level) or {}).get("failedTests") or []]
 
 
-def passed_tests(report_path: Path, profile: str) -> int:
-    """The report's passed tests of ``profile`` (core and extended); 0 when no report was written."""
-    if not report_path.is_file():
-        return 0
-    report = yaml.safe_load(report_path.read_text()) or {}
-    found = [p for p in report.get("profiles") or [] if profile in (ALL, p.get("name"))]
+def passed_tests(found: Sequence[dict[str, Any]]) -> int:
+    """Those entries' passed tests (core and extended)."""
     return sum(int(((p.get(level) or {}).get("statistics") or {}).get("passed") or 0) for p in found for level in ("core", "extended"))
 
 
@@ -160,8 +160,9 @@ def one_run(args: argparse.Namespace, folder: Path, label: str) -> dict[str, Any
         _say(f"{label}: servecert certify started (pid {proc.pid}; output in {log})")
         code = wait_with_heartbeat(proc, label, args.run_timeout)
     seconds = round(time.monotonic() - started, 1)
-    failed = failed_tests(folder / "conformance-report.yaml", args.profile)
-    ok = run_passed(code, failed, passed_tests(folder / "conformance-report.yaml", args.profile), args.run_test)
+    found = report_profiles(folder / "conformance-report.yaml", args.profile)
+    failed = failed_tests(found)
+    ok = run_passed(code, failed, passed_tests(found), args.run_test)
     run: dict[str, Any] = {"exit_code": code, "seconds": seconds, "certified": ok, "report": str(folder)}
     if not ok:
         run["failed_tests"] = failed if failed is not None else "no report for the profile (see output.log)"

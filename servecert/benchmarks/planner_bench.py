@@ -80,7 +80,7 @@ def run_planner(args: argparse.Namespace, planner: str, folder: Path) -> dict[st
     _say(f"{planner}: {len(scenarios)} scenario runs in {time.monotonic() - started:.0f}s (exit {code})")
     return {
         "exit_code": code,
-        "failed_tests": flakes_bench.failed_tests(folder / "conformance-report.yaml", PROFILE),
+        "failed_tests": flakes_bench.failed_tests(flakes_bench.report_profiles(folder / "conformance-report.yaml", PROFILE)),
         "assertions": flakes_bench.assertion_lines(log.read_text(errors="replace")),
         "scenarios": scenarios,
         "report": str(folder),

@@ -64,8 +64,8 @@ def test_all_profiles_is_certify_without_a_profile_and_gathers_every_profiles_fa
     report.write_text(
         "profiles:\n- name: A\n  core: {failedTests: [TestA]}\n- name: B\n  core: {failedTests: []}\n  extended: {failedTests: [TestB]}\n"
     )
-    assert flakes_bench.failed_tests(report, flakes_bench.ALL) == ["TestA", "TestB"]
-    assert flakes_bench.failed_tests(report, "B") == ["TestB"]
+    assert flakes_bench.failed_tests(flakes_bench.report_profiles(report, flakes_bench.ALL)) == ["TestA", "TestB"]
+    assert flakes_bench.failed_tests(flakes_bench.report_profiles(report, "B")) == ["TestB"]
 
 
 def test_the_neighbour_runs_at_nice_10_and_is_stopped_after(
