@@ -44,8 +44,11 @@ class ModelWorkers:
         return min(w.card.context_length for w in (*self.agg, *self.prefill, *self.decode))
 
     def tokenizer(self) -> tokenizer.Tokenizer:
-        """The tokenizer the first leg's model card names (worker sets accept only known ones)."""
-        pool = self.first_leg() or self.decode
+        """The tokenizer the first leg's model card names (worker sets accept only known ones).
+
+        Prefill workers without a decode worker have no first leg, yet the request is parsed before ``Router.first``
+        refuses it (404): their card names the tokenizer then."""
+        pool = self.first_leg() or self.prefill or self.decode
         return tokenizer.by_name(pool[0].card.tokenizer)
 
 

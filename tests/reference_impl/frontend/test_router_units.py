@@ -130,5 +130,8 @@ def test_prefill_workers_without_a_decode_worker_are_no_workers_not_a_crash() ->
     sets = WorkerSets()
     assert sets.add(worker("p", role="prefill"))
     router = Router(sets, KvIndex())
+    workers = router.workers("m")
+    # NB: in the app's order: the request is parsed with the workers' tokenizer first (an IndexError there was a 500)
+    assert workers.tokenizer().encode("a b") and workers.context_length() > 0
     with pytest.raises(NoWorkers, match="no decode worker"):
-        router.first(router.workers("m"), [1, 2, 3])
+        router.first(workers, [1, 2, 3])
