@@ -13,9 +13,10 @@ or kubeconfig exits 2 at start-up, and so does a registration the API never acce
 
 Termination (SIGTERM or SIGINT), as a pod in a rolling update sees it: withdraw from discovery
 first (files and WorkerMetadata), then drain -- keep serving, requests that still arrive from a
-frontend that has not noticed yet included, until no request has been in flight for a moment
-(``servecert.fakes.host.DRAIN_QUIET_S``) or ``--drain-seconds`` (default 20, inside a pod's 30 s grace
-period) have passed -- then close. ``--drain-seconds 0`` closes at once; so does a second signal.
+frontend that has not noticed yet included, until no request has been in flight for
+``--drain-quiet-seconds`` (default ``servecert.fakes.host.DRAIN_QUIET_S``; longer keeps a withdrawn worker up
+and its pod Terminating, as a preStop sleep does) or ``--drain-seconds`` (default 20, inside a pod's 30 s
+grace period) have passed -- then close. ``--drain-seconds 0`` closes at once; so does a second signal.
 
 Every option can also come from the environment, ``SERVECERT_ENGINE_<OPTION>`` (e.g.
 ``SERVECERT_ENGINE_BLOCK_SIZE=32``); the command line wins.
@@ -109,6 +110,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_DRAIN_SECONDS,
         help="on SIGTERM, serve requests in flight for at most this long after withdrawing from discovery (0 = close at once)",
     )
+    p.add_argument(
+        "--drain-quiet-seconds",
+        type=float,
+        default=DRAIN_QUIET_S,
+        help="a drain ends once nothing has been in flight this long (longer: the withdrawn engine stays up, its pod Terminating)",
+    )
     g = p.add_argument_group("fault injection")
     g.add_argument("--error-rate", type=float, default=0.0)
     g.add_argument("--crash-after", type=int, default=0)
@@ -192,6 +199,9 @@ def run(args: argparse.Namespace) -> int:
     if args.drain_seconds < 0:
         print("servecert engine serve: error: --drain-seconds must be >= 0 (0 = close at once)", file=sys.stderr)
         return EXIT_STARTUP
+    if args.drain_quiet_seconds < 0:
+        print("servecert engine serve: error: --drain-quiet-seconds must be >= 0 (--drain-seconds still caps the drain)", file=sys.stderr)
+        return EXIT_STARTUP
     try:
         configs = [config_from_args(args, i) for i in range(args.count)]
         hosts = addresses(args.host, args.count)
@@ -266,22 +276,22 @@ async def _serve(args: argparse.Namespace, configs: list[EngineConfig], hosts: l
         if registration is not None:
             await registration.withdraw_quietly()
         if drain:
-            await _drain(host, args.drain_seconds, hurry)
+            await _drain(host, args.drain_seconds, args.drain_quiet_seconds, hurry)
         await host.close()
         if sink is not None:
             sink.close()
     return EXIT_CRASHED if crashed and args.count == 1 else 0
 
 
-async def _drain(host: EngineHost, limit_s: float, hurry: asyncio.Event) -> None:
+async def _drain(host: EngineHost, limit_s: float, quiet_s: float, hurry: asyncio.Event) -> None:
     """Serve what is in flight (withdrawn from discovery already), printing when the drain starts and ends."""
     print(
-        f"draining: {host.in_flight()} request(s) in flight; serving until idle for {DRAIN_QUIET_S:g} s, "
+        f"draining: {host.in_flight()} request(s) in flight; serving until idle for {quiet_s:g} s, "
         f"at most {limit_s:g} s (a second SIGTERM closes now)",
         flush=True,
     )
     started = time.monotonic()
-    left = await host.drain(limit_s, interrupt=hurry)
+    left = await host.drain(limit_s, quiet_s=quiet_s, interrupt=hurry)
     took = time.monotonic() - started
     if left == 0:
         print(f"drained in {took:.1f} s", flush=True)

@@ -5,8 +5,9 @@ broken operator (tests/nonconforming/rollout.py: one dynamo namespace for every 
 certified on the three tests of seed 001's failure modes; each must fail, and its failure must
 name its mode. Each other broken rollout (a rule dropped from the reference) is certified on the
 test of its rule alone: the pause, maxUnavailable, the frontend's order, a frontend change that
-keeps the old workers (the new frontend joins their namespace), three wrong traffic
-splits (even, an instant switch, two steps late) on RolloutTrafficSplit, and four wrong steps
+keeps the old workers (the new frontend joins their namespace), six wrong traffic
+splits (even, an instant switch, two steps late, weights from the workers that exist, weights
+that count terminating workers, weights from the decode workers alone) on RolloutTrafficSplit, and four wrong steps
 (maxSurge ignored, workers with the frontend, the P:D ratio ignored, a new frontend of one replica
 where the old had three) on RolloutSteps[seed-example],
 an operator that deletes the other revision's workers when it starts, on RolloutControllerRestart,
@@ -29,6 +30,9 @@ from tests.certify.run import profile_of
 pytestmark = pytest.mark.cluster
 PROFILE = "ROLLOUT-ISOLATION"
 SPLIT_OFF = "traffic split off the ready ratio"
+SPLIT_CASE = "RolloutTrafficSplit[seed-example]"
+"""Where the split's broken operators are certified: the four aggregated workers tell each from the formula (the 4:2 case
+is for weights from one role's counts)."""
 FRONTEND_FIRST = "before any new frontend was Ready"
 OWN_SIDE = "(itself new) sent requests to workers of versions ['old']"
 MODES = {"RolloutBlockSize": scenarios.MDC, "RolloutTensorParallel": scenarios.KV_LAYOUT, "RolloutRuntimeVersion": scenarios.RUNTIME_API}
@@ -52,7 +56,7 @@ def test_the_reference_is_certified_on_rollout_isolation(cluster: Cluster, tmp_p
     profile = profile_of(report, PROFILE)
     core, extended = profile["core"], profile["extended"]
     assert core["result"] == "success", core
-    # NB: the report counts tests, not cases: 8 tests, 12 cases (RolloutBlockSize has 3, RolloutSteps 3).
+    # NB: the report counts tests, not cases: 8 tests, 13 cases (RolloutBlockSize has 3, RolloutSteps 3, RolloutTrafficSplit 2).
     assert core["statistics"]["passed"] == 8 and core["statistics"]["skipped"] == 0, core
     # NB: RolloutControllerRestart and RolloutProxyReplicaLoss
     assert extended["result"] == "success" and extended["statistics"]["passed"] == 2, extended
@@ -91,10 +95,12 @@ def broken(adapter: str, test: str, mode: str, rule_named: str, group: str) -> A
         broken("OldFrontendFirst", "RolloutFrontendImage", scenarios.FRONTEND, "requests failed", "rollout-broken"),
         broken("FrontendJoinsOldWorkers", "RolloutFrontendImage", scenarios.FRONTEND, OWN_SIDE, "rollout-broken"),
         broken("NoSurgeLimit", "RolloutSteps[seed-example]", scenarios.STEPS, "maxSurge 1 exceeded", "rollout-broken"),
-        broken("EvenSplit", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
-        broken("SwitchAtOnce", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
-        broken("LaggingSplit", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
-        broken("WeightsFromDesired", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-in-place"),
+        broken("EvenSplit", SPLIT_CASE, scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
+        broken("SwitchAtOnce", SPLIT_CASE, scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
+        broken("LaggingSplit", SPLIT_CASE, scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
+        broken("WeightsFromDesired", SPLIT_CASE, scenarios.SPLIT, SPLIT_OFF, "rollout-in-place"),
+        broken("CountsTerminatingWorkers", SPLIT_CASE, scenarios.SPLIT, SPLIT_OFF, "rollout-broken"),
+        broken("WeightsFromDecode", "RolloutTrafficSplit[prefill-4-decode-2]", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
         broken("WorkersWithFrontend", "RolloutSteps[seed-example]", scenarios.STEPS, FRONTEND_FIRST, "rollout-in-place"),
         broken("IgnoresRatio", "RolloutSteps[seed-example]", scenarios.STEPS, "prefill:decode ratio broken", "rollout-broken"),
         broken(
@@ -102,7 +108,7 @@ def broken(adapter: str, test: str, mode: str, rule_named: str, group: str) -> A
         ),
         broken("CollectsOnRestart", "RolloutControllerRestart", scenarios.RESTART, "maxUnavailable 0 exceeded", "rollout-in-place"),
         broken("ProxyNotReplaced", "RolloutProxyReplicaLoss", scenarios.PROXY_LOSS, "was not replaced", "rollout-in-place"),
-        broken("StaleProxyReplica", "RolloutTrafficSplit", scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
+        broken("StaleProxyReplica", SPLIT_CASE, scenarios.SPLIT, SPLIT_OFF, "rollout-broken-split"),
     ],
 )
 def test_a_broken_rollout_is_failed_by_the_test_of_its_rule(

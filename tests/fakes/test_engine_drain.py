@@ -121,6 +121,28 @@ async def test_a_second_sigterm_during_the_drain_closes_at_once(tmp_path: Path) 
     assert "drain cut by a second signal" in text, text
 
 
+QUIET_S = 3.0
+"""``--drain-quiet-seconds`` of the test below: long enough that "still up" at a third of it cannot be a slow exit."""
+
+
+async def test_drain_quiet_seconds_keeps_a_withdrawn_idle_engine_up_that_long(tmp_path: Path) -> None:
+    """A worker that stays up after it withdrew, as a pod with a preStop sleep does (RolloutTrafficSplit's old workers)."""
+    workers = tmp_path / "workers"
+    with engine(9, "--time-scale", "0", "--drain-quiet-seconds", str(QUIET_S), "--discovery-dir", str(workers)) as served:
+        signalled = time.monotonic()
+        served.proc.send_signal(signal.SIGTERM)
+        await waiting.until_async(
+            lambda: not list(workers.glob("*.json")), timeout_s=2.0, what="withdrawn from discovery first", interval_s=0.05
+        )
+        assert await exited(served.proc, QUIET_S / 3) is None, "closed before --drain-quiet-seconds of idle time passed"
+        code = await exited(served.proc, QUIET_S + EXIT_WAIT_S)
+        took = time.monotonic() - signalled
+        text = served.output()
+    assert code == 0, text
+    assert took >= QUIET_S, f"closed {took:.1f} s after the signal, before {QUIET_S:g} s of idle time"
+    assert f"serving until idle for {QUIET_S:g} s" in text, text
+
+
 async def test_engines_of_one_process_share_the_ground_truth_file(tmp_path: Path) -> None:
     truth = tmp_path / "deep" / "er" / "shared.jsonl"
     with engine(3, "--count", "2", "--time-scale", "0", "--drain-seconds", "0", "--groundtruth-file", str(truth)) as served:

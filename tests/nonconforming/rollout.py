@@ -18,6 +18,11 @@
   it has, so the split trails the ready ratio by two steps.
 * ``WeightsFromDesired``: each set weighted by the workers it has, Ready or not (its desired count),
   so a new worker still loading its model draws its share; seed 001 4.3 counts ready workers.
+* ``CountsTerminatingWorkers``: each set weighted by its workers whose Ready condition is True, those
+  being deleted included, so an old worker that stays up after its deletion (a drain, a preStop
+  sleep) keeps its share until its pod is gone.
+* ``WeightsFromDecode``: each set weighted by its ready decode workers alone (the workers that
+  stream the tokens); seed 001 4.3.1 counts every ready worker, prefill included.
 * ``NoSurgeLimit``: every new worker is created at once (maxSurge ignored), as a blue/green switch
   of the worker sets would.
 * ``WorkersWithFrontend``: the new workers are created with the new frontend, not once it is ready.
@@ -56,6 +61,8 @@ EVEN_SPLIT = Behaviour(split="even")
 SWITCH_AT_ONCE = Behaviour(split="switch")
 LAGGING_SPLIT = Behaviour(weight_lag_workers=2)
 WEIGHTS_FROM_DESIRED = Behaviour(weight_from_desired=True)
+COUNTS_TERMINATING = Behaviour(weight_counts_terminating=True)
+WEIGHTS_FROM_DECODE = Behaviour(weight_component_types=frozenset({"decode"}))
 NO_SURGE_LIMIT = Behaviour(honour_max_surge=False)
 WORKERS_WITH_FRONTEND = Behaviour(workers_after_frontend=False)
 ONE_NEW_FRONTEND = Behaviour(full_new_frontend=False)
@@ -100,6 +107,16 @@ def LaggingSplit() -> ReferenceImplementation:
 def WeightsFromDesired() -> ReferenceImplementation:
     """Weights from the workers each set has, Ready or not: a new worker loading its model already draws traffic."""
     return ReferenceImplementation(operator_behaviour=f"{__name__}:WEIGHTS_FROM_DESIRED")
+
+
+def CountsTerminatingWorkers() -> ReferenceImplementation:
+    """Weights from the workers whose Ready condition is True, terminating ones included: a deleted worker still up draws traffic."""
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:COUNTS_TERMINATING")
+
+
+def WeightsFromDecode() -> ReferenceImplementation:
+    """Weights from each set's ready decode workers alone: its prefill workers are left out of the ratio."""
+    return ReferenceImplementation(operator_behaviour=f"{__name__}:WEIGHTS_FROM_DECODE")
 
 
 def NoSurgeLimit() -> ReferenceImplementation:

@@ -126,6 +126,12 @@ class Behaviour:
     weight_from_desired: bool = False
     """Weigh each set by its workers that exist (created, Ready or not) instead of its ready ones: a new worker still
     loading its model already draws its share (broken)."""
+    weight_counts_terminating: bool = False
+    """Weigh each set by its workers whose Ready condition is True, terminating ones (``deletionTimestamp`` set) included: a
+    deleted worker that is still up draws its share until its pod is gone (broken)."""
+    weight_component_types: frozenset[str] | None = None
+    """Weigh each set by its ready workers of these component types only (``{"decode"}``: the decode workers, which stream
+    the tokens); None counts every worker, as seed 001 4.3.1's ``new_ready_workers`` does (a set is broken)."""
     weight_lag_workers: int = 0
     """The spec's set is weighted as if each of its components had this many fewer ready workers: a split lagging the
     ready ratio by that many steps (broken)."""

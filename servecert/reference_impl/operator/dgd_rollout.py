@@ -199,6 +199,8 @@ def plan(
             out.drain.append(v.name)
     going = set(out.delete)
     serving_workers = [w for w in workers if w.name not in going]
+    if behaviour.weight_counts_terminating:
+        serving_workers += [v for v in views if v.deleting and not v.is_frontend and v.ctype != dgd_pods.PROXY]
     out.weights = _weights(frontends, serving_workers, set(out.drain), set(worker_targets), target_set, behaviour)
     out.status = _status(dgd, target, out, old_workers, new_workers, frontends, target_frontends_ready, isolate)
     return out
@@ -306,7 +308,8 @@ def _weights(
     else:
         lag = behaviour.weight_lag_workers
         desired = behaviour.weight_from_desired
-        ready = {key: _serving_workers(workers, key[0], components, lag if key == target else 0, desired) for key in sets}
+        counted = behaviour.weight_component_types
+        ready = {key: _serving_workers(workers, key[0], components, lag if key == target else 0, desired, counted) for key in sets}
     shares = _shares(_broken_split(ready, target, behaviour.split))
     out: dict[str, int] = {}
     for key in sets:
@@ -316,15 +319,26 @@ def _weights(
     return out
 
 
-def _serving_workers(workers: Sequence[PodView], revision: str, components: set[str], lag: int = 0, desired: bool = False) -> int:
+def _serving_workers(
+    workers: Sequence[PodView],
+    revision: str,
+    components: set[str],
+    lag: int = 0,
+    desired: bool = False,
+    types: frozenset[str] | None = None,
+) -> int:
     """Ready workers of one revision, counted ``lag`` short per component; none unless every component has a ready one.
 
-    ``desired``: every worker of the revision counts, Ready or not, once each component has a ready one (broken)."""
+    ``desired``: every worker of the revision counts, Ready or not, once each component has a ready one (broken).
+    ``types``: only workers of these component types count (broken: seed 001 4.3.1 counts every worker)."""
     mine = [w for w in workers if w.revisions.workers == revision]
     ready = [w for w in mine if w.ready]
     counted = {c: max(0, sum(1 for w in (mine if desired else ready) if w.component == c) - lag) for c in components}
     able = all(any(w.component == c for w in ready) for c in components)
-    return sum(counted.values()) if able and all(counted.values()) else 0
+    if not (able and all(counted.values())):
+        return 0
+    kinds = {w.component: w.ctype for w in mine}
+    return sum(n for c, n in counted.items() if types is None or kinds.get(c) in types)
 
 
 def _broken_split(ready: Mapping[SetKey, int], target: SetKey, split: str) -> dict[SetKey, int]:

@@ -24,8 +24,15 @@ TARGETS: Mapping[str, int] = MappingProxyType({"prefill": PREFILL, "decode": DEC
 AGGREGATED = 4
 AGG_TARGETS: Mapping[str, int] = MappingProxyType({"agg": AGGREGATED})
 """Seed 001's own example (4.3.1: NS A 4 workers, then 3:1 -> weights 75/25): one aggregated worker set of four."""
+SEED_EXAMPLE_TARGETS: Mapping[str, int] = MappingProxyType({"prefill": 4, "decode": 2})
+"""Seed 001 4.1.2's example DGD (Prefill 4, Decode 2)."""
 SPLIT_STARTUP_S = 10.0
 """Model-load time of the split scenario's engines: each ready ratio holds ~11 s."""
+SPLIT_DRAIN_QUIET_S = 12.0
+"""How long the split scenario's workers stay up, idle, after withdrawing on SIGTERM (as a preStop sleep keeps a pod): a
+deleted old worker is Terminating, its Ready condition still True, through most of the next ratio phase, so weights that
+count it (its pod is not yet gone) stay a step behind for ~12 s, not the ~1.5 s a prompt exit takes (inside the 2 s follow
+allowance). The suite's number; seed 001 names no drain time."""
 SPLIT_MAX_TOKENS = 3
 """Tokens a request of the split scenario asks for: ~0.15 s a stream, so ~60 requests a second at CONCURRENCY."""
 PAUSE_STARTUP_S = 5.0
@@ -276,7 +283,7 @@ STEP_CASES: Mapping[str, Scenario] = MappingProxyType(
     {
         # NB: seed 001 4.1.2's own diagram: Prefill 4, Decode 2, a new frontend of 3 replicas, maxSurge 1, maxUnavailable 0.
         "seed-example": Scenario(
-            STEPS, block_size_change, BLOCK_SIZE.new_worker, targets={"prefill": 4, "decode": 2}, frontends=3, engine_args=_STEPS_LOAD
+            STEPS, block_size_change, BLOCK_SIZE.new_worker, targets=SEED_EXAMPLE_TARGETS, frontends=3, engine_args=_STEPS_LOAD
         ),
         "surge-2": Scenario(
             STEPS, block_size_change, BLOCK_SIZE.new_worker, targets={"prefill": 3, "decode": 1}, max_surge=2, engine_args=_STEPS_LOAD
@@ -286,11 +293,14 @@ STEP_CASES: Mapping[str, Scenario] = MappingProxyType(
     }
 )
 """RolloutSteps' cases: targets, frontend replicas and rollout strategy away from the defaults."""
+_SPLIT_ENGINES = (*loading(SPLIT_STARTUP_S), "--drain-quiet-seconds", f"{SPLIT_DRAIN_QUIET_S:g}")
 AGGREGATED_SPLIT = Scenario(
-    SPLIT,
-    block_size_change,
-    BLOCK_SIZE.new_worker,
-    targets=AGG_TARGETS,
-    engine_args=loading(SPLIT_STARTUP_S),
-    max_tokens=SPLIT_MAX_TOKENS,
+    SPLIT, block_size_change, BLOCK_SIZE.new_worker, targets=AGG_TARGETS, engine_args=_SPLIT_ENGINES, max_tokens=SPLIT_MAX_TOKENS
 )
+DISAGGREGATED_SPLIT = Scenario(
+    SPLIT, block_size_change, BLOCK_SIZE.new_worker, targets=SEED_EXAMPLE_TARGETS, engine_args=_SPLIT_ENGINES, max_tokens=SPLIT_MAX_TOKENS
+)
+"""Seed 001 4.1.2's Prefill 4 / Decode 2 under the split scenario's loads: the ratio counts both roles' workers, so weights
+from one role's counts (decode: 1 of 2 new where the formula gives 2 of 6) are a phase apart from it."""
+SPLIT_CASES: Mapping[str, Scenario] = MappingProxyType({"seed-example": AGGREGATED_SPLIT, "prefill-4-decode-2": DISAGGREGATED_SPLIT})
+"""RolloutTrafficSplit's cases: seed 001 4.3.1's own four aggregated workers, and 4.1.2's 4:2 disaggregated set."""
