@@ -14,8 +14,8 @@ extended section an unsupported feature is not a skip: it is declared in ``unsup
 and its tests are left out of the statistics (declare unsupported rather than skip, gateway-api
 PR #3651). ``provisional-skipped`` tests count nowhere, nor do the tests of a feature the run's
 environment cannot judge (``ProfileSpec.elsewhere``; listed under ``judgedElsewhere``, and such a
-core feature is not missing when unsupported), nor do the tests another environment of the profile
-judges instead of this one (``ProfileSpec.elsewhere_tests``, also listed there). A section's
+core feature is not missing when unsupported), nor do the tests and cases another environment of the
+profile judges instead of this one (``ProfileSpec.elsewhere_tests``, also listed there). A section's
 result is ``failure`` when a test failed, ``partial`` when none failed but one was skipped (core
 also: a core feature is unsupported, or no core test ran at all), ``success`` otherwise.
 """
@@ -78,7 +78,8 @@ class ProfileSpec:
     elsewhere: frozenset[str] = frozenset()
     """Features this run's environment cannot judge: their tests count nowhere here (``judgedElsewhere``)."""
     elsewhere_tests: frozenset[str] = frozenset()
-    """Tests another environment of the profile judges, not this run's: they too count nowhere here."""
+    """Tests (``ShortName``) and cases (``ShortName[case]``) another environment of the profile judges, not this
+    run's: they too count nowhere here; a test counts by its other cases."""
 
     def covers(self, features: Iterable[str]) -> bool:
         wanted = set(features)
@@ -165,7 +166,11 @@ def profile_report(profile: ProfileSpec, records: Iterable[CaseRecord], supporte
         if set(cases[0].features) & profile.elsewhere or test in profile.elsewhere_tests:
             elsewhere[section].append(test)
             continue
-        status = test_status(r.status for r in cases)
+        elsewhere[section] += [r.name for r in cases if r.name in profile.elsewhere_tests]
+        here = [r for r in cases if r.name not in profile.elsewhere_tests]
+        if not here:
+            continue
+        status = test_status(r.status for r in here)
         if status == NOT_SUPPORTED:
             status = SKIPPED if section == CORE else NOT_SUPPORTED
         statuses[section][test] = status

@@ -4,7 +4,8 @@ Each case runs ``servecert certify`` on the ROUTER-TOPOLOGY profile in a subproc
 vendor would, and reads the report it writes. In the process environment the broken routers are
 in-process variants of the reference frontend. On the cluster the same checks run against a DGD
 the suite writes and the reference operator deploys: one case of every test (the ``rack`` level;
-every case runs in ``make certify``) and an operator whose default policy is wrong.
+``make certify`` runs every rack case there and every level in process) and an operator whose
+default policy is wrong.
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ RACK_CASES = (
     "RouterTopologyLevelUnsetNoFiltering[rack]",
 )
 """One case of every core test, at the rack level: a rack test's placements share a zone, so it also shows labels
-flowing from each worker's own node (the whole profile, every level, runs in ``make certify``)."""
+flowing from each worker's own node (``make certify`` runs every rack case on the cluster, the cluster's one level,
+``_placements.CLUSTER_LEVEL``, and every level in process)."""
 
 
 @pytest.mark.slow

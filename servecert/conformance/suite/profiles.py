@@ -47,16 +47,22 @@ class Profile:
         return frozenset(f for f, envs in self.judged_in.items() if environment not in envs)
 
     def tests_judged_elsewhere(self, tests: Iterable[ConformanceTest], environment: str) -> frozenset[str]:
-        """The profile's tests that run in another of its environments, not in ``environment``: a test declares where it
-        adds evidence (``ConformanceTest.environments``), and a rule the process environment judges in full need not
-        be judged again on a cluster that adds nothing to it (``docs/suite.md``, "Which environment judges what")."""
+        """The profile's tests (``ShortName``) and cases (``ShortName[case]``) that run in another of its environments,
+        not in ``environment``: a test or case declares where it adds evidence (``ConformanceTest.environments``,
+        ``Case.environments``), and a rule the process environment judges in full need not be judged again on a
+        cluster that adds nothing to it (``docs/suite.md``, "Which environment judges what")."""
         if environment not in self.environments:
             return frozenset()
-        return frozenset(
-            test.short_name
-            for test in tests
-            if self.covers(test.features) and environment not in test.environments and test.environments & self.environments
-        )
+        mine = [test for test in tests if self.covers(test.features)]
+        whole = {t.short_name for t in mine if environment not in t.environments and t.environments & self.environments}
+        cases = {
+            t.case_name(case)
+            for t in mine
+            if environment in t.environments
+            for case in t.cases
+            if environment not in case.environments and t.runs_in(case) & self.environments
+        }
+        return frozenset(whole | cases)
 
     @property
     def features(self) -> frozenset[str]:

@@ -128,10 +128,12 @@ def decide(test: ConformanceTest, case: Case, options: RunOptions) -> Decision:
         return Decision(Verdict.SKIPPED, "not selected by --run-test")
     if options.skip_tests.intersection(names(test, case)):
         return Decision(Verdict.SKIPPED, "listed in --skip-tests")
-    if options.env not in test.environments:
-        runs_in = ", ".join(sorted(test.environments))
-        why = "; ".join(filter(None, (environments.unavailable_reason(env) for env in sorted(test.environments))))
-        return Decision(Verdict.WRONG_ENVIRONMENT, f"runs only in: {runs_in}; this run uses {options.env}" + (f" ({why})" if why else ""))
+    if options.env not in test.runs_in(case):
+        where = test.runs_in(case)
+        runs_in = ", ".join(sorted(where))
+        why = "; ".join(filter(None, (environments.unavailable_reason(env) for env in sorted(where))))
+        what = "runs" if options.env not in test.environments else "this case runs"
+        return Decision(Verdict.WRONG_ENVIRONMENT, f"{what} only in: {runs_in}; this run uses {options.env}" + (f" ({why})" if why else ""))
     if test.provisional and not options.include_provisional and not focused:
         return Decision(Verdict.PROVISIONAL_SKIPPED, "provisional test; pass --include-provisional to run it")
     missing = [name for name in test.features if name not in options.supported_features]

@@ -43,14 +43,22 @@ Check = Callable[["TestContext"], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Case:
-    """One parameterization of a test: ``id`` names it in reports (``ShortName[id]``)."""
+    """One parameterization of a test: ``id`` names it in reports (``ShortName[id]``).
+
+    ``environments``: where this case adds evidence, within its test's; elsewhere its verdict is
+    ``wrong-environment`` and the report lists it as judged elsewhere (a rule judged at every
+    level in process need not be judged at every level again on a cluster, ``docs/suite.md``).
+    """
 
     id: str
     params: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    environments: frozenset[str] = ENVIRONMENTS
 
     def __post_init__(self) -> None:
         if not CASE_ID.fullmatch(self.id):
             raise ValueError(f"case id {self.id!r} must match {CASE_ID.pattern}")
+        if not self.environments or not self.environments <= ENVIRONMENTS:
+            raise ValueError(f"case {self.id!r}: environments must be a non-empty subset of {sorted(ENVIRONMENTS)}")
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
 
 
@@ -122,11 +130,18 @@ class ConformanceTest:
         ids = [case.id for case in self.cases]
         if len(set(ids)) != len(ids):
             raise ValueError(f"{where}: duplicate case ids in {ids}")
+        nowhere = [case.id for case in self.cases if not case.environments & self.environments]
+        if nowhere:
+            raise ValueError(f"{where}: cases {nowhere} run in none of the test's environments {sorted(self.environments)}")
         if not inspect.iscoroutinefunction(self.check):
             raise ValueError(f"{where}: check must be an async function taking a TestContext")
 
     def case_name(self, case: Case) -> str:
         return f"{self.short_name}[{case.id}]"
+
+    def runs_in(self, case: Case) -> frozenset[str]:
+        """The environments where ``case`` runs: its test's and its own."""
+        return self.environments & case.environments
 
 
 class DeployTimeout(phases.DeploymentNotReady):

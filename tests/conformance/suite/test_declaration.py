@@ -41,11 +41,13 @@ def make_package(pytester: pytest.Pytester, name: str, files: dict[str, str]) ->
         ({"features": "DisaggregatedServing"}, "non-empty tuple"),
         ({"environments": frozenset({"laptop"})}, "environments"),
         ({"cases": (Case("x"), Case("x"))}, "duplicate case ids"),
+        ({"environments": frozenset({"cluster"}), "cases": (Case("x", environments=frozenset({"process"})),)}, "run in none"),
         ({"description": " "}, "description is empty"),
         ({"seed": "000 3. KV Router Filtering"}, "seed must be a SeedRef"),
     ],
     ids=[
-        "short-name", "no-features", "features-as-a-string", "unknown-environment", "duplicate-cases", "empty-description",
+        "short-name", "no-features", "features-as-a-string", "unknown-environment", "duplicate-cases", "case-nowhere",
+        "empty-description",
         "seed-as-a-string",
     ],
 )
@@ -79,6 +81,11 @@ def test_a_synchronous_check_is_refused() -> None:
 
     with pytest.raises(ValueError, match="async function"):
         suite_helpers.declare(check=check)  # type: ignore[arg-type]
+
+
+def test_a_case_in_an_unknown_environment_is_refused() -> None:
+    with pytest.raises(ValueError, match="environments must be a non-empty subset"):
+        Case("x", environments=frozenset({"laptop"}))
 
 
 def test_case_parameters_are_read_only() -> None:

@@ -186,3 +186,31 @@ def test_the_profile_lists_the_tests_only_its_other_environments_run() -> None:
     assert "PlannerScalingAcknowledgementGuard" in on_cluster and "PlannerScalesItsOwnDgdByType" in in_process
     assert not on_cluster & in_process
     assert not profiles.ROLLOUT_ISOLATION.tests_judged_elsewhere(tests, "process"), "a cluster-only profile has no elsewhere"
+
+
+def test_a_case_another_environment_judges_counts_nowhere_and_its_test_counts_by_the_others() -> None:
+    """ROUTER-TOPOLOGY on a cluster: each test's rack cases run, its zone and host cases are judged in process."""
+    spec = cr.ProfileSpec("SAMPLE", core=frozenset({CORE_A}), extended=frozenset(), elsewhere_tests=frozenset({"TestA[zone]"}))
+    zone = case("TestA", cr.WRONG_ENVIRONMENT, case_id="zone")
+    report = cr.profile_report(spec, [zone, case("TestA", cr.PASSED, case_id="rack")], supported=frozenset({CORE_A}))
+    assert report["core"]["result"] == cr.SUCCESS, report
+    assert report["core"]["judgedElsewhere"] == ["TestA[zone]"]
+    failed = cr.profile_report(spec, [zone, case("TestA", cr.FAILED, case_id="rack")], supported=frozenset({CORE_A}))
+    assert failed["core"]["failedTests"] == ["TestA"]
+    alone = cr.profile_report(spec, [zone], supported=frozenset({CORE_A}))
+    assert alone["core"]["statistics"] == {"passed": 0, "failed": 0, "skipped": 0}, "a test whose every case is elsewhere counts nowhere"
+
+
+def test_router_topology_on_a_cluster_runs_each_test_at_one_level_and_the_process_at_every_level() -> None:
+    from servecert.conformance.suite import collect, profiles
+    from servecert.conformance.tests.router_topology import _placements
+
+    tests = collect.collect()
+    on_cluster = profiles.ROUTER_TOPOLOGY.tests_judged_elsewhere(tests, "cluster")
+    assert "RouterTopologyTransfersStayInDomain[zone]" in on_cluster and "RouterTopologyTransfersStayInDomain[host]" in on_cluster
+    assert f"RouterTopologyTransfersStayInDomain[{_placements.CLUSTER_LEVEL}]" not in on_cluster
+    assert not {n for n in profiles.ROUTER_TOPOLOGY.tests_judged_elsewhere(tests, "process") if "[" in n}, "process runs every level"
+    router = [t for t in tests if t.short_name.startswith("RouterTopology") and "cluster" in t.environments]
+    for test in router:
+        levels = {case.params["level"] for case in test.cases if "cluster" in case.environments}
+        assert levels == {_placements.CLUSTER_LEVEL}, f"{test.short_name} runs levels {levels} on a cluster"

@@ -69,6 +69,18 @@ def test_run_test_can_focus_one_case_of_a_test() -> None:
     assert verdicts == [Verdict.SKIPPED, Verdict.RUN]
 
 
+def test_a_case_of_a_test_that_runs_everywhere_can_run_in_one_environment_only() -> None:
+    """ROUTER-TOPOLOGY's levels: every case in process, one level's on a cluster (Case.environments)."""
+    cases = (Case("zone", environments=frozenset({"process"})), Case("rack"))
+    test = suite_helpers.declare(cases=cases)
+    on_cluster = runner.RunOptions(supported_features=ALL, env="cluster")
+    zone = runner.decide(test, cases[0], on_cluster)
+    assert zone.verdict is Verdict.WRONG_ENVIRONMENT and "this case runs only in: process; this run uses cluster" in zone.reason
+    assert runner.decide(test, cases[1], on_cluster).verdict is Verdict.RUN
+    in_process = runner.RunOptions(supported_features=ALL, env="process")
+    assert [runner.decide(test, case, in_process).verdict for case in cases] == [Verdict.RUN, Verdict.RUN]
+
+
 def test_a_skip_by_name_wins_over_an_unsupported_feature() -> None:
     test = suite_helpers.declare()
     options = runner.RunOptions(skip_tests=frozenset({"Example"}))

@@ -92,6 +92,7 @@ TEST = ConformanceTest(
     cases=(
         Case("rack-fail", {"level": "rack"}),
         Case("zone-fallback", {"level": "zone", "policy": "fallback"}),
+        Case("host-fail", {"level": "host"}),
         Case("unset", {"level": None}),
     ),
     check=check,

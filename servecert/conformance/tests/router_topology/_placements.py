@@ -16,12 +16,27 @@ the host or the zone, finds a match); ``sharing_nothing`` changes them all (a fa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from servecert.adapters.contract import WorkerSpec
+from servecert.conformance.suite.test_case import Case
 
 LEVELS = ("zone", "rack", "host")
+CLUSTER_LEVEL = "rack"
+"""The one level a router test's cases run at on a cluster (the suite's choice, not the seed's). The process
+environment judges the router at every level; what a cluster adds is the path to it (the operator's injection and
+labels, the Downward API files, registration through the API server), which does not change with the level, and
+OPERATOR-TOPOLOGY judges the operator's labels and injection at each level. A rack case's sides share a zone, so it
+also shows the broader level's label flowing from each worker's own node. Every level on a cluster added about
+2.5 minutes to ``make certify`` (docs/timings.md)."""
 POLICIES = ("fail", "fallback")
 MODEL = "servecert-model"
+
+
+def level_case(case_id: str, params: Mapping[str, Any]) -> Case:
+    """A case at ``params["level"]``: in every environment at ``CLUSTER_LEVEL``, in process alone at the others."""
+    everywhere = params["level"] == CLUSTER_LEVEL
+    return Case(case_id, params, environments=frozenset({"process", "cluster"}) if everywhere else frozenset({"process"}))
 
 
 def domains(level: str, side: int) -> dict[str, str]:

@@ -17,7 +17,7 @@ import aiohttp
 
 from servecert import features
 from servecert.adapters.contract import WorkerRef
-from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from servecert.conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
@@ -100,6 +100,6 @@ TEST = ConformanceTest(
         note="The seed sets no bound on joins and leaves: the suite requires the fail filter to follow the current decode set "
         "within its eventual-consistency bound.",
     ),
-    cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
+    cases=tuple(shapes.level_case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

@@ -13,7 +13,7 @@ import aiohttp
 
 from servecert import features
 from servecert.adapters.contract import Deployment
-from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from servecert.conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
@@ -54,6 +54,6 @@ TEST = ConformanceTest(
         "The default for mismachPolicy will be fail - constraining kv transfers to the same topology domain is a hard "
         "constraint so it makes sense to fail a request if this cannot be satisfied.",
     ),
-    cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
+    cases=tuple(shapes.level_case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

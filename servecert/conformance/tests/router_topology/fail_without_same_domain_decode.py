@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from servecert import features
-from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from servecert.conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
@@ -30,6 +30,6 @@ TEST = ConformanceTest(
         "3. KV Router Filtering",
         "a. fail: return an error when no decode workers match the prefill worker\u2019s topology domain",
     ),
-    cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
+    cases=tuple(shapes.level_case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

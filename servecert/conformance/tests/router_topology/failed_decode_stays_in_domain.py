@@ -32,7 +32,7 @@ import aiohttp
 
 from servecert import features
 from servecert.adapters.contract import WorkerRef
-from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from servecert.conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
@@ -108,7 +108,7 @@ TEST = ConformanceTest(
         note="The seed speaks of selection; the suite holds a retry after a failed decode leg to the same hard constraint.",
     ),
     cases=tuple(
-        Case(_case_id(level, fault, stream), {"level": level, "fault": fault, "stream": stream})
+        shapes.level_case(_case_id(level, fault, stream), {"level": level, "fault": fault, "stream": stream})
         for level in shapes.LEVELS
         for fault in FAULTS
         for stream in STREAMS[fault]

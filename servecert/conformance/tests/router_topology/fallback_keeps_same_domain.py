@@ -15,7 +15,7 @@ from __future__ import annotations
 import aiohttp
 
 from servecert import features
-from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from servecert.conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
@@ -74,7 +74,7 @@ TEST = ConformanceTest(
         "including one that joined after fallback began, once the router has routed to it.",
     ),
     cases=tuple(
-        Case(level if when == "present" else f"{level}-joins", {"level": level, "same_domain": when})
+        shapes.level_case(level if when == "present" else f"{level}-joins", {"level": level, "same_domain": when})
         for level in shapes.LEVELS
         for when in ("present", "joins")
     ),

@@ -12,7 +12,7 @@ import statistics
 import aiohttp
 
 from servecert import features
-from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from servecert.conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
@@ -60,6 +60,6 @@ TEST = ConformanceTest(
         note="The seed's motivation, not a rule: the suite measures the fake network's priced transfer time with and without "
         "the filter.",
     ),
-    cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
+    cases=tuple(shapes.level_case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

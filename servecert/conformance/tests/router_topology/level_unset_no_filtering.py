@@ -11,7 +11,7 @@ from __future__ import annotations
 import aiohttp
 
 from servecert import features
-from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from servecert.conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
@@ -47,6 +47,6 @@ TEST = ConformanceTest(
     description="Seed 000: with kv_transfer_topology_level unset there is no topology filtering of decode or prefill workers.",
     features=(features.DISAGGREGATED_SERVING, features.KV_TRANSFER_TOPOLOGY_UNSET),
     seed=SeedRef("000", "Failure Handling", "No topology filtering, identical to current behavior"),
-    cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
+    cases=tuple(shapes.level_case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from servecert import features
-from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from servecert.conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
@@ -37,6 +37,6 @@ TEST = ConformanceTest(
         "Excluded from selection",
         note="Row 'Worker missing topology level for configured domain', fail; with only that worker left, row 1's error applies.",
     ),
-    cases=tuple(Case(level, {"level": level}) for level in shapes.LEVELS),
+    cases=tuple(shapes.level_case(level, {"level": level}) for level in shapes.LEVELS),
     check=check,
 )

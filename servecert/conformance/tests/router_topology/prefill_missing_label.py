@@ -13,7 +13,7 @@ from __future__ import annotations
 import aiohttp
 
 from servecert import features
-from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from servecert.conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
@@ -43,7 +43,7 @@ TEST = ConformanceTest(
         "worker is in its domain, not even one that lacks the label too.",
     ),
     cases=tuple(
-        Case(f"{level}-decode-unlabelled-too" if both else level, {"level": level, "decode_unlabelled_too": both})
+        shapes.level_case(f"{level}-decode-unlabelled-too" if both else level, {"level": level, "decode_unlabelled_too": both})
         for level in shapes.LEVELS
         for both in (False, True)
     ),

@@ -33,7 +33,7 @@ import aiohttp
 
 from servecert import features
 from servecert.adapters.contract import WorkerRef
-from servecert.conformance.suite.test_case import Case, ConformanceTest, SeedRef, TestContext
+from servecert.conformance.suite.test_case import ConformanceTest, SeedRef, TestContext
 from servecert.conformance.tests.router_topology import _assertions as assertions
 from servecert.conformance.tests.router_topology import _checks as router_checks
 from servecert.conformance.tests.router_topology import _placements as shapes
@@ -153,15 +153,16 @@ TEST = ConformanceTest(
     ),
     cases=(
         *(
-            Case(f"{level}-{policy}", {"level": level, "policy": policy, "shape": PREFERS})
+            shapes.level_case(f"{level}-{policy}", {"level": level, "policy": policy, "shape": PREFERS})
             for level in shapes.LEVELS
             for policy in shapes.POLICIES
         ),
-        *(Case(f"{level}-unset", {"level": level, "policy": None, "shape": PREFERS}) for level in shapes.LEVELS),
-        *(Case(f"{level}-{UNLABELLED_DECODE}", {"level": level, "policy": "fail", "shape": UNLABELLED_DECODE}) for level in shapes.LEVELS),
-        *(Case(f"{level}-{OTHERWISE_ALL}", {"level": level, "policy": "fallback", "shape": OTHERWISE_ALL}) for level in shapes.LEVELS),
-        *(Case(f"{level}-{DECODE_JOINS}", {"level": level, "policy": "fail", "shape": DECODE_JOINS}) for level in shapes.LEVELS),
-        *(Case(f"{level}-{DECODE_LEAVES}", {"level": level, "policy": "fail", "shape": DECODE_LEAVES}) for level in shapes.LEVELS),
+        *(shapes.level_case(f"{level}-unset", {"level": level, "policy": None, "shape": PREFERS}) for level in shapes.LEVELS),
+        *(
+            shapes.level_case(f"{level}-{shape}", {"level": level, "policy": policy, "shape": shape})
+            for shape, policy in ((UNLABELLED_DECODE, "fail"), (OTHERWISE_ALL, "fallback"), (DECODE_JOINS, "fail"), (DECODE_LEAVES, "fail"))
+            for level in shapes.LEVELS
+        ),
     ),
     check=check,
 )
