@@ -128,8 +128,8 @@ def decide(test: ConformanceTest, case: Case, options: RunOptions) -> Decision:
         return Decision(Verdict.SKIPPED, "not selected by --run-test")
     if options.skip_tests.intersection(names(test, case)):
         return Decision(Verdict.SKIPPED, "listed in --skip-tests")
-    if options.env not in test.runs_in(case):
-        where = test.runs_in(case)
+    where = test.runs_in(case)
+    if options.env not in where:
         runs_in = ", ".join(sorted(where))
         why = "; ".join(filter(None, (environments.unavailable_reason(env) for env in sorted(where))))
         what = "runs" if options.env not in test.environments else "this case runs"
