@@ -1,12 +1,13 @@
 # The README's two commands: `make test` and `make certify`. Both work on a fresh machine:
 # they create .venv, install what they need (Python packages; Debian's haproxy for the DGD's
-# traffic proxy), build the embedded cluster's binaries from Go modules (`servecert setup`,
-# with progress, before any test starts), and run through tox, which holds the environments.
+# traffic proxy and prometheus, which seed 003's planners read traffic from), build the embedded
+# cluster's binaries from Go modules (`servecert setup`, with progress, before any test starts),
+# and run through tox, which holds the environments.
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml tox.ini | cksum | cut -d' ' -f1)
 
-DEBIAN_PACKAGES := haproxy
+DEBIAN_PACKAGES := haproxy prometheus
 
 .PHONY: test certify lint bench nightly clean debian-packages setup dynamo-planner
 
@@ -58,7 +59,7 @@ nightly: $(STAMP)
 # Dynamo 1.6.1's planner, for `--implementation dynamo-planner` (docs/dynamo.md): a virtualenv of its own
 # in the cache (it pins kubernetes<33, past which the suite is), never inside the repository.
 DYNAMO_PLANNER_VENV ?= $(or $(SERVECERT_CACHE),$(HOME)/.cache/servecert)/dynamo-planner
-dynamo-planner:
+dynamo-planner: debian-packages
 	$(PYTHON) -m venv $(DYNAMO_PLANNER_VENV)
 	$(DYNAMO_PLANNER_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(DYNAMO_PLANNER_VENV)/bin/python -m pip install --quiet -r servecert/adapters/dynamo/planner-requirements.txt

@@ -154,6 +154,12 @@ class FakeEngineBackend(LLMEngine):  # type: ignore[misc]  # NB: dynamo is untyp
             with contextlib.suppress(Exception):
                 self._publisher.shutdown()
             self._publisher = None
+        # NB: a stopping vLLM worker's forward-pass metrics end with its EngineCore (TRT-LLM's publisher is shut down
+        # at cleanup too); left running, the Rust side kept sending 1 s idle heartbeats until the process died.
+        fpm, self._fpm = self._fpm, None
+        if fpm is not None:
+            with contextlib.suppress(Exception):
+                fpm.shutdown()
 
     # -- KV events and load, pushed to Dynamo ---------------------------------------------------------
     async def kv_event_sources(self) -> list[KvEventSource]:

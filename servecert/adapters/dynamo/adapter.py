@@ -267,7 +267,7 @@ class DynamoDeployment:
             "--http-host", "127.0.0.1", "--http-port", str(port),
             "--router-mode", router.mode,
             "--namespace", self.spec.namespace,
-            "--discovery-backend", "file", "--request-plane", "tcp", "--event-plane", "zmq",
+            "--discovery-backend", self.env["DYN_DISCOVERY_BACKEND"], "--request-plane", "tcp", "--event-plane", "zmq",
         ]  # fmt: skip
         if router.mode == "kv":
             argv += ["--router-temperature", repr(float(router.temperature))]

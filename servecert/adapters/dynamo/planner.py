@@ -18,20 +18,35 @@ NVIDIA's index. ``planner_stand_in/`` puts in its place the two names the planne
 aiconfigurator-core's forward-pass regression (the model the planner learns with is NVIDIA's; the
 stand-in only builds it, with no download attempt).
 
+What runs as it would in production (each a cause of an unfair verdict before; ``docs/dynamo.md``):
+
+- **Prometheus** (``servecert.adapters.contract.prometheus``, Debian's binary): it scrapes Dynamo's
+  frontend every 0.5 s and adds the ``dynamo_namespace`` label a Kubernetes PodMonitor would (the
+  frontend's own series carry only ``model``), so the throughput loop reads its
+  ``dynamo_frontend_*`` queries as seed 003's Step 1 says, and is on when the spec says so.
+- **etcd discovery** for the frontend, the workers and the planner: a stopped worker's lease is
+  revoked as it exits, so it leaves discovery then, not when a file store's 10 s expiry runs out.
+- **Scale-downs as a terminating pod's**: a removed worker gets SIGTERM, leaves discovery, and keeps Dynamo's
+  default grace period and prefill drain (the router adapter's test-speed zeros are not set), so the requests
+  already sent to it finish; ``remove_worker`` returns once it left discovery, its exit goes on in the background.
+- **Every setting the spec carries that Dynamo has**: the acknowledgement timeout
+  (``SCALING_MAX_WAIT_TIME``, checked every second), ``scale_down_sensitivity``
+  (``load_scaling_down_sensitivity``, in percent), the predictor, both loops' switches.
+
 What the mapping cannot carry (said in ``docs/dynamo.md`` and in the submitted report):
 
 - Dynamo's intervals are whole real seconds: the scenario's load and throughput intervals divided
   by the time scale must be integers (``--timeout planner_time_scale=2``: 2 simulated s = 1 s).
-- Throughput-based scaling reads the frontend's metrics from a Prometheus server; there is none
-  here, so it is off (``PROMETHEUS_ENDPOINT`` names a closed port, the planner logs that it cannot
-  read the KV hit rate) and the planner scales on load alone.
-- ``scale_down_sensitivity``, ``predictor``, ``profile`` and ``warmup_trace`` are not passed on.
+- ``profile`` (Dynamo ignores a profile's throughput per GPU) and ``warmup_trace`` (its trace is in
+  real time, the suite's simulated) are not passed on; ``backend`` is ``mocker``, so its
+  accept-length query (vLLM, SGLang, TRT-LLM only) does not run.
 
 Every process is started by this module and ended by its pid in ``close()``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -50,11 +65,13 @@ from servecert.adapters.contract import (
     Environment,
     PlannerSpec,
     Proc,
+    WorkerRef,
     cache_root,
     features,
     free_port,
     wait_for,
 )
+from servecert.adapters.contract.prometheus import PrometheusServer, ScrapeTarget, start_prometheus
 from servecert.adapters.dynamo.adapter import DynamoDeployment, DynamoImplementation
 from servecert.adapters.dynamo.etcd_decisions import EtcdDecisionStore
 
@@ -64,7 +81,12 @@ ETCD_READY_S = 15.0
 PLANNER_READY_S = float(os.environ.get("SERVECERT_DYNAMO_PLANNER_READY_S", "75"))
 """Its imports take ~13 s, and it waits 10 s per component for a self-benchmark endpoint the fakes do not serve."""
 FIRST_TICK = re.compile(r"\[summary\] (HOLD|SCALE_UP|SCALE_DOWN)")
-CLOSED_PORT = "http://127.0.0.1:1"
+PREDICTORS = frozenset({"constant", "arima", "prophet", "kalman"})  # Dynamo 1.6.1's load_predictor values
+TEST_SPEED_SHUTDOWN = ("DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS", "DYN_PREFILL_DRAIN_TIMEOUT_S")
+"""The router adapter's test-speed shutdown settings, which the planner's deployment leaves at Dynamo's defaults."""
+WORKER_EXIT_S = 45.0  # a leaving worker's grace (5 s), prefill drain (at most 30 s) and cleanup, before SIGKILL
+LEAVE_DISCOVERY_S = 10.0
+ACK_CHECK_INTERVAL_S = 1  # SCALING_CHECK_INTERVAL: how often its Virtual connector looks for the acknowledgement
 PLANNER_FEATURES = frozenset(
     {
         features.PLANNER_VIRTUAL_CONNECTOR,
@@ -101,9 +123,11 @@ def whole_seconds(simulated_s: float, time_scale: float, what: str) -> int:
     return round(real)
 
 
-def planner_config(spec: DeploymentSpec, planner: PlannerSpec, metrics_port: int) -> dict[str, Any]:
+def planner_config(spec: DeploymentSpec, planner: PlannerSpec, metrics_port: int, prometheus_url: str) -> dict[str, Any]:
     """Dynamo's ``--config``: the SLA in real milliseconds, the intervals in whole real seconds."""
     scale = spec.time_scale if spec.time_scale > 0 else 1.0
+    if planner.predictor not in PREDICTORS:
+        raise AdapterError(f"Dynamo 1.6.1's planner has no predictor {planner.predictor!r}; it has {sorted(PREDICTORS)}")
     return {
         "environment": "virtual",
         "namespace": spec.namespace,
@@ -114,7 +138,11 @@ def planner_config(spec: DeploymentSpec, planner: PlannerSpec, metrics_port: int
         "ttft_ms": planner.ttft_ms / scale,
         "itl_ms": planner.itl_ms / scale,
         "enable_load_scaling": planner.enable_load_scaling,
-        "enable_throughput_scaling": False,
+        "enable_throughput_scaling": planner.enable_throughput_scaling,
+        "throughput_metrics_source": "frontend",
+        "metric_pulling_prometheus_endpoint": prometheus_url,
+        "load_predictor": planner.predictor,
+        "load_scaling_down_sensitivity": round(100 * planner.scale_down_sensitivity),
         "load_adjustment_interval_seconds": whole_seconds(planner.load_interval_s, scale, "load interval"),
         "throughput_adjustment_interval_seconds": whole_seconds(planner.throughput_interval_s, scale, "throughput interval"),
         "prefill_engine_num_gpu": planner.prefill_engine_num_gpu,
@@ -126,6 +154,14 @@ def planner_config(spec: DeploymentSpec, planner: PlannerSpec, metrics_port: int
         "report_interval_hours": None,
         "metric_reporting_prometheus_port": metrics_port,
     }
+
+
+def connector_env(spec: DeploymentSpec, planner: PlannerSpec) -> dict[str, str]:
+    """The Virtual connector's two settings, which Dynamo reads only from its environment (``connectors/virtual.py``)."""
+    scale = spec.time_scale if spec.time_scale > 0 else 1.0
+    # NB: rounded up to whole seconds, never down: a shorter wait would let it decide again before the suite allows.
+    wait_s = max(ACK_CHECK_INTERVAL_S, math.ceil(planner.scaling_ack_timeout_s / scale - 1e-9))
+    return {"SCALING_MAX_WAIT_TIME": str(wait_s), "SCALING_CHECK_INTERVAL": str(ACK_CHECK_INTERVAL_S)}
 
 
 class DynamoPlannerDeployment(DynamoDeployment):
@@ -140,11 +176,54 @@ class DynamoPlannerDeployment(DynamoDeployment):
         self.python = planner_python()
         self.etcd_url = ""
         self.decisions: EtcdDecisionStore | None = None
+        self.prometheus: PrometheusServer | None = None
+        self._exiting: set[asyncio.Task[None]] = set()
+        for key in TEST_SPEED_SHUTDOWN:
+            # NB: a leaving worker serves what it was sent, as in production: with no grace period the fake engine's
+            # stop cut the requests in flight on it (HTTP 500 to the client) at every scale-down.
+            self.env.pop(key, None)
 
     async def start(self) -> None:
         await self._start_etcd()
+        # NB: discovery on the etcd, as in production: the file store expires a stopped worker's keys only 10 s after
+        # its last keep-alive, and the planner holds every decision while the counts it reads disagree.
+        self.env.update({"DYN_DISCOVERY_BACKEND": "etcd", "ETCD_ENDPOINTS": self.etcd_url})
         await super().start()
+        await self._start_prometheus()
         await self._start_planner()
+
+    async def remove_worker(self, ref: WorkerRef) -> None:
+        """As a Kubernetes scale-down: the worker gets SIGTERM and leaves discovery (Dynamo unregisters it at once), and
+        this returns then; its grace period, drain and exit go on in the background, as a terminating pod's do."""
+        worker = self._by_engine.pop(ref.engine_id, None)
+        if ref in self.workers:
+            self.workers.remove(ref)
+        if worker is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._stop_within(worker.proc, WORKER_EXIT_S), name=f"exit-{ref.name}")
+        self._exiting.add(task)
+        task.add_done_callback(self._exiting.discard)
+
+        async def left() -> bool:
+            return worker.instance_id not in await self._frontend_instances()
+
+        await wait_for(left, Deadline(LEAVE_DISCOVERY_S), f"{worker.proc.name} to leave discovery after SIGTERM", [])
+
+    async def _stop_within(self, proc: Proc, grace_s: float) -> None:
+        await proc.stop(grace_s)
+        if proc in self._procs:
+            self._procs.remove(proc)
+
+    async def close(self) -> None:
+        await asyncio.gather(*list(self._exiting), return_exceptions=True)
+        await super().close()
+
+    async def _start_prometheus(self) -> None:
+        frontend = self.frontend_url.removeprefix("http://")
+        # NB: the label a PodMonitor adds in Kubernetes; Dynamo's queries group by it, the frontend does not emit it.
+        target = ScrapeTarget(frontend, {"dynamo_namespace": self.spec.namespace})
+        self.prometheus = await start_prometheus(self.workdir, [target])
+        self._procs.append(self.prometheus.proc)
 
     async def _start_etcd(self) -> None:
         client, peer = free_port(), free_port()
@@ -172,14 +251,16 @@ class DynamoPlannerDeployment(DynamoDeployment):
         await wait_for(healthy, Deadline(ETCD_READY_S), f"etcd on {self.etcd_url}", [proc])
 
     async def _start_planner(self) -> None:
-        config = planner_config(self.spec, self.planner_spec, free_port())
+        assert self.prometheus is not None
+        config = planner_config(self.spec, self.planner_spec, free_port(), self.prometheus.url)
         (self.workdir / "planner-config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
         env = {
             **self.env,
             "DYN_NAMESPACE": self.spec.namespace,
             "ETCD_ENDPOINTS": self.etcd_url,
             "PYTHONPATH": str(STAND_IN),
-            "PROMETHEUS_ENDPOINT": CLOSED_PORT,
+            "PROMETHEUS_ENDPOINT": self.prometheus.url,
+            **connector_env(self.spec, self.planner_spec),
         }
         argv = [str(self.python), "-m", "dynamo.planner", "--config", json.dumps(config)]
         proc = Proc("dynamo planner", argv, env, self.workdir / "logs" / "planner.log", self.workdir)
