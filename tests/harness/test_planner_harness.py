@@ -58,3 +58,34 @@ async def test_a_decision_is_carried_out_then_acknowledged_and_recorded_as_groun
         assert harness.gpu_seconds(harness.now()) > 0
     finally:
         await harness.close()
+
+
+class SlowStopDeployment(FakeDeployment):
+    """A worker's exit takes ``STOP_S`` (a real worker's shutdown, as Dynamo's does), far longer than a model load."""
+
+    STOP_S = 0.5
+
+    async def remove_worker(self, ref: WorkerRef) -> None:
+        self.workers.remove(ref)
+        await asyncio.sleep(self.STOP_S)
+
+
+async def test_one_decisions_additions_start_beside_its_removals_not_after_them() -> None:
+    deployment = SlowStopDeployment()
+    harness = ScalingHarness(deployment, {"prefill": WorkerSpec("prefill"), "decode": WorkerSpec("decode")}, {"prefill": 1, "decode": 1})
+    harness.start()
+    try:
+        # prefill 1 -> 0 and decode 1 -> 2 in one decision, as an operator applies both replica counts at once
+        await deployment.decisions.put_decision(ScalingDecision(0, 2, 0))
+        await waiting.until_async(
+            lambda: _acked(deployment, 0), timeout_s=3.0, what="decision 0 acknowledged", interval_s=0.01
+        )
+        stop = next(e.t for e in harness.events if e.kind == "stop")
+        start = next(e.t for e in harness.events if e.kind == "start" and e.t > 0)
+        assert start - stop < SlowStopDeployment.STOP_S / 2, f"the added decode started {start - stop:.2f} s after the removal began"
+    finally:
+        await harness.close()
+
+
+async def _acked(deployment: FakeDeployment, decision_id: int) -> bool:
+    return await deployment.decisions.get_scaled_decision_id() == decision_id

@@ -160,11 +160,14 @@ async def run_case(test: ConformanceTest, case: Case, implementation: Implementa
     failure: Exception | None = None
     try:
         deadline = asyncio.timeout(options.timeouts.test_s)
+        ctx.deadline = deadline
         try:
             async with deadline:
                 await test.check(ctx)
         except TimeoutError as exc:
-            failure = CaseTimeout(f"{ctx.name} did not finish within test_s={options.timeouts.test_s:g} s") if deadline.expired() else exc
+            extended = "".join(f" {e}" for e in ctx.extensions)
+            message = f"{ctx.name} did not finish within test_s={options.timeouts.test_s:g} s{extended}"
+            failure = CaseTimeout(message) if deadline.expired() else exc
         except Exception as exc:
             failure = exc
     finally:

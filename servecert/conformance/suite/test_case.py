@@ -161,9 +161,23 @@ class TestContext:
     test: ConformanceTest
     log: logging.Logger
     cleanups: list[Cleanup] = field(default_factory=list)
+    deadline: asyncio.Timeout | None = None
+    """The case's ``test_s`` deadline, set by the runner; ``extend_deadline`` moves it."""
+    extensions: list[str] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"<TestContext {self.name} in {self.env.name}>"
+
+    def extend_deadline(self, seconds: float, why: str) -> None:
+        """Give the case ``seconds`` more than ``test_s``, for a length the run's settings set, not the implementation:
+        a planner scenario lasts its simulated length over ``planner_time_scale`` (at scale 1 a 170 s scenario alone is
+        past the 120 s of ``test_s``). The case timeout's message names each extension."""
+        if self.deadline is None or seconds <= 0:
+            return
+        when = self.deadline.when()
+        if when is not None:
+            self.deadline.reschedule(when + seconds)
+            self.extensions.append(f"+{seconds:.3g} s ({why})")
 
     @property
     def params(self) -> Mapping[str, Any]:

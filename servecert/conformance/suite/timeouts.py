@@ -65,7 +65,8 @@ class Timeouts:
     test_s: float = _setting(
         120.0,
         "s",
-        "One case of one test, deployment and checks included (cleanups excluded). Paces the suite; no bound.",
+        "One case of one test, deployment and checks included (cleanups excluded); a planner scenario's case gets its "
+        "scenario's real length (simulated length / planner_time_scale) on top. Paces the suite; no bound.",
         concern="suite",
     )
     cleanup_s: float = _setting(

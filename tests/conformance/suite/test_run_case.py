@@ -83,6 +83,22 @@ async def test_a_check_past_test_s_fails_naming_the_deadline() -> None:
     assert not outcome.error
 
 
+async def test_a_length_the_runs_settings_set_extends_the_deadline_by_that_much_and_no_more() -> None:
+    async def within(ctx: TestContext) -> None:
+        ctx.extend_deadline(0.5, "the scenario's length")
+        await asyncio.sleep(0.8)  # past test_s, within the extension
+
+    assert (await run(within)).status == runner.PASSED
+
+    async def past(ctx: TestContext) -> None:
+        ctx.extend_deadline(0.3, "the scenario's length")
+        await asyncio.sleep(10)
+
+    outcome = await run(past)
+    assert isinstance(outcome.exception, runner.CaseTimeout)
+    assert outcome.message == "Example[default] did not finish within test_s=0.5 s +0.3 s (the scenario's length)"
+
+
 async def test_a_deployment_slower_than_deploy_ready_s_is_a_conformance_failure() -> None:
     async def check(ctx: TestContext) -> None:
         await ctx.deploy(DeploymentSpec(model="m"))
