@@ -4,7 +4,8 @@
 
 PLANNER-SCALING scenarios state load in engines' worth (``servecert/harness/planner/calibration.py``).
 This measures it: one prefill and one decode worker of the scenario engines (timing table, ISL
-256, OSL 32 unless ``--isl``/``--osl`` say otherwise), no planner, a constant open-loop rate for ``--seconds`` simulated seconds at each
+256 ± 25 %, OSL 32 unless ``--isl``/``--isl-spread``/``--osl`` say otherwise), no planner, a constant
+open-loop rate for ``--seconds`` simulated seconds at each
 ``--rps``; printed per rate: the share of requests within the SLA (TTFT 1000 ms, ITL 100 ms
 simulated, or ``--ttft-ms``/``--itl-ms``), TTFT and TPOT percentiles. Figures only; the largest rate with >= 95% within SLA is
 the calibration.
@@ -37,7 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agg", type=int, default=0, help="aggregated workers instead of prefill + decode (seed 003 --mode agg)")
     p.add_argument("--ttft-ms", type=float, default=cal.TTFT_MS, help="TTFT SLA (simulated ms)")
     p.add_argument("--itl-ms", type=float, default=cal.ITL_MS, help="ITL SLA (simulated ms), judged on each request's TPOT")
-    p.add_argument("--isl", type=int, default=cal.ISL, help="prompt tokens per request")
+    p.add_argument("--isl", type=int, default=cal.ISL, help="prompt tokens per request (the mean)")
+    p.add_argument("--isl-spread", type=float, default=cal.ISL_SPREAD, help="each prompt's length varies this fraction around --isl")
     p.add_argument("--osl", type=int, default=cal.OSL, help="output tokens per request")
 
 
@@ -49,7 +51,7 @@ async def measure(rps: float, args: argparse.Namespace) -> dict[str, float]:
     spec = DeploymentSpec(model=cal.MODEL, workers=workers, time_scale=args.time_scale, timing=cal.TIMING)
     deployment = await ReferenceImplementation().deploy(spec, env)
     try:
-        arrivals = load_generator.schedule(Constant(args.seconds), rps, args.time_scale, args.isl, args.osl)
+        arrivals = load_generator.schedule(Constant(args.seconds), rps, args.time_scale, args.isl, args.osl, args.isl_spread)
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
             results = await load_generator.run(session, deployment.frontend_url, cal.MODEL, arrivals, started=time.perf_counter())
     finally:

@@ -46,10 +46,26 @@ class Result:
     prompt_fingerprint: str = ""  # the suite tokenizer's fingerprint of the prompt: the key of its ground-truth records
 
 
-def schedule(shape: Shape, peak_rps: float, time_scale: float, isl: int, osl: int) -> list[Arrival]:
-    """Arrivals of ``shape`` (simulated seconds, ``peak_rps`` per simulated second) in real seconds."""
+GOLDEN_FRACTION = 0.6180339887498949
+
+
+def prompt_lengths(count: int, isl: int, spread: float) -> list[int]:
+    """``count`` prompt lengths of mean ``isl``, each ``isl x (1 + spread x u)`` with ``u`` in [-1, 1].
+
+    ``u`` follows the golden-ratio sequence: deterministic, and spread so evenly that any run of
+    consecutive requests has nearly the mean ``isl`` (a random draw's windows would wander from it)."""
+    if spread <= 0:
+        return [isl] * count
+    return [max(1, round(isl * (1 + spread * (2 * ((i * GOLDEN_FRACTION) % 1.0) - 1)))) for i in range(1, count + 1)]
+
+
+def schedule(shape: Shape, peak_rps: float, time_scale: float, isl: int, osl: int, isl_spread: float = 0.0) -> list[Arrival]:
+    """Arrivals of ``shape`` (simulated seconds, ``peak_rps`` per simulated second) in real seconds; prompt lengths
+    ``isl`` ± ``isl_spread`` (a fraction, ``prompt_lengths``)."""
     scale = time_scale if time_scale > 0 else 1.0
-    return [Arrival(t / scale, prompts.unique_prompt(isl), osl) for t in arrival_times(shape, peak_rps)]
+    times = list(arrival_times(shape, peak_rps))
+    lengths = prompt_lengths(len(times), isl, isl_spread)
+    return [Arrival(t / scale, prompts.unique_prompt(n), osl) for t, n in zip(times, lengths, strict=True)]
 
 
 def trace_schedule(replay: TraceReplay, time_scale: float, block_tokens: int) -> list[Arrival]:

@@ -59,7 +59,7 @@ def test_the_reference_planner_passes_the_whole_profile(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("adapter", "caught_by", "section"),
     [
-        ("tests.nonconforming.planner:StepsOfTwo", "PlannerScalingOneStepPerInterval[step-x4]", "core"),
+        ("tests.nonconforming.planner:StepsOfTwo", "PlannerScalingOneStepPerInterval[step-x4-load-only]", "core"),
         ("tests.nonconforming.planner:StepsOfTwo", "PlannerScalingOneStepPerInterval[fall-load-only]", "core"),
         ("tests.nonconforming.planner:IgnoresGpuBudget", "PlannerScalingGpuBudgetNeverExceeded", "core"),
         ("tests.nonconforming.planner:ScalesDownUnderLoad", "PlannerScalingNeverBelowFloor[steady]", "core"),

@@ -22,3 +22,18 @@ def test_a_replayed_traces_shared_blocks_stay_shared_as_ids() -> None:
     first, second = (a.prompt for a in load_generator.as_token_ids(load_generator.trace_schedule(replay, 1.0, 64)))
     assert isinstance(first, list) and isinstance(second, list)
     assert first[:64] == second[:64] and first[64:] != second[64:]
+
+
+def test_prompt_lengths_spread_evenly_around_the_isl_and_every_window_keeps_its_mean() -> None:
+    lengths = load_generator.prompt_lengths(400, 256, 0.25)
+    assert min(lengths) >= 192 and max(lengths) <= 320 and len(set(lengths)) > 50
+    for start in range(0, 400 - 20, 20):  # any 20 consecutive requests: the mean within 3 % of the ISL
+        window = lengths[start : start + 20]
+        assert abs(sum(window) / len(window) - 256) < 0.03 * 256, (start, window)
+    assert load_generator.prompt_lengths(400, 256, 0.25) == lengths  # deterministic
+    assert load_generator.prompt_lengths(5, 256, 0.0) == [256] * 5
+
+
+def test_a_scheduled_prompt_has_the_length_its_spread_gives_it() -> None:
+    arrivals = load_generator.as_token_ids(load_generator.schedule(Constant(10.0), 2.0, 1.0, isl=100, osl=8, isl_spread=0.2))
+    assert [len(a.prompt) for a in arrivals] == load_generator.prompt_lengths(len(arrivals), 100, 0.2)

@@ -219,3 +219,28 @@ def test_the_overload_is_also_seen_from_the_median_ttft_the_client_saw() -> None
     late = [ok(2.0 + i * 0.05, ttft_s=1.0) for i in range(20)]  # 4000 ms simulated, over the 3000 ms TTFT SLA
     seen = overload_run(quick, results=[ok(i * 0.1) for i in range(20)] + late).overload_seen_at()
     assert seen is not None and 8.0 < seen <= 10.0, seen
+
+
+class Stepped(HeldSteps):
+    decisions: list[object] = []
+
+
+def stepped_run(held: list[tuple[float, int]]) -> planner_checks.ScenarioRun:
+    t = Timeouts()
+    harness = cast(Any, Stepped(held, t.planner_time_scale))
+    scenario = planner_scenarios.STEP_X4
+    return planner_checks.ScenarioRun(scenario, t, planner_checks.planner_spec(t), [], harness, end_s=scenario.duration_s)
+
+
+def test_a_rise_to_a_throughput_floor_may_be_several_workers_up_to_the_need_plus_one_and_a_removal_never() -> None:
+    """STEP_X4 rises to 3.2 engines' worth at t=14 s: four needed, so a floor may lift 1 -> 3, or 1 -> 5, in one decision."""
+    to_floor = [(0.0, 1), (21.8, 3), (33.8, 4)]
+    planner_assertions.changes_must_be_one_worker_per_interval(stepped_run(to_floor), floor_may_raise=True)
+    with pytest.raises(AssertionError, match="the throughput loop is off"):
+        planner_assertions.changes_must_be_one_worker_per_interval(stepped_run(to_floor), floor_may_raise=False)
+    past_need = [(0.0, 1), (21.8, 3), (27.8, 6)]
+    with pytest.raises(AssertionError, match="may reach 5 workers at most"):
+        planner_assertions.changes_must_be_one_worker_per_interval(stepped_run(past_need), floor_may_raise=True)
+    two_down = [(0.0, 1), (21.8, 2), (27.8, 4), (50.0, 2)]
+    with pytest.raises(AssertionError, match="removals are one at a time"):
+        planner_assertions.changes_must_be_one_worker_per_interval(stepped_run(two_down), floor_may_raise=True)

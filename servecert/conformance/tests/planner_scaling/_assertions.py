@@ -30,8 +30,15 @@ def _changes(run: ScenarioRun, component: str) -> list[tuple[float, int]]:
     return out
 
 
-def changes_must_be_one_worker_per_interval(run: ScenarioRun) -> None:
-    """No component gains or loses more than one worker within one load interval."""
+def changes_must_be_one_worker_per_interval(run: ScenarioRun, floor_may_raise: bool = False) -> None:
+    """No component gains or loses more than one worker within one load interval.
+
+    ``floor_may_raise``: the throughput loop is on, so several workers added at once are the planner raising its count
+    to the throughput lower bound it wrote (seed 003, Co-existence with Throughput-Based Scaling: "throughput-based
+    scaling ... sets a lower bound on replicas while load-based scaling ... handles real-time adjustments above that
+    floor"; the +/-1 is the load-based rule's). Such a rise may reach at most what the offered load of the last two
+    throughput windows needs, plus one (``rise_bound``: the suite's number, the over-provisioning checks' bound). A
+    floor never removes a worker, so removals are always one at a time."""
     window = run.load_interval * (1 - run.timeouts.planner_interval_jitter)  # NB: a fraction of an interval for timer jitter
     decisions = [
         (round(run.sim(d.seen_t), 1), d.decision.decision_id, d.decision.num_prefill_workers, d.decision.num_decode_workers)
@@ -40,12 +47,32 @@ def changes_must_be_one_worker_per_interval(run: ScenarioRun) -> None:
     for component in COMPONENTS:
         changes = _changes(run, component)
         for i, (t, _) in enumerate(changes):
-            moved = sum(abs(d) for t2, d in changes[i:] if t2 < t + window)
-            assert moved <= 1, (
+            within = [d for t2, d in changes[i:] if t2 < t + window]
+            moved = sum(abs(d) for d in within)
+            if moved <= 1:
+                continue
+            reached = value_at(run.held(component), t - 1e-6) + sum(within)
+            if floor_may_raise and all(d > 0 for d in within) and reached <= rise_bound(run, t):
+                continue
+            raise AssertionError(
                 f"{component}: {moved} workers were added or removed within one load interval ({run.load_interval:g} s) "
                 f"from t={t:.1f} s; changes were {[(round(a, 1), d) for a, d in changes]}; decisions (t, id, prefill, decode) were "
                 f"{decisions}"
+                + (
+                    f"; a rise to a throughput floor may reach {rise_bound(run, t)} workers at most (what the offered load of "
+                    f"the last two throughput windows needs, plus one: the suite's bound), and removals are one at a time"
+                    if floor_may_raise
+                    else "; the throughput loop is off, so every change is the load rule's +/-1"
+                )
             )
+
+
+def rise_bound(run: ScenarioRun, t: float) -> int:
+    """The most workers a throughput floor written by ``t`` can justify: the peak need of the offered load over the
+    last two throughput windows (engines' worth, rounded up), plus one."""
+    span = 2 * run.planner.throughput_interval_s
+    steps = 20
+    return 1 + max(run.scenario.needed_at(max(0.0, t - span + span * k / steps)) for k in range(steps + 1))
 
 
 def gpus_must_stay_within_budget(run: ScenarioRun) -> None:

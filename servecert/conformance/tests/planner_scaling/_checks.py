@@ -66,8 +66,9 @@ class Scenario:
     peak_engines: float
     trace: TraceReplay | None = None
     block_tokens: int = 64
-    isl: int = cal.ISL
+    isl: int = cal.ISL  # the mean prompt length: each request's is isl ± isl_spread (a fraction), deterministic
     osl: int = cal.OSL
+    isl_spread: float = cal.ISL_SPREAD
     engine_rps: float = cal.ENGINE_RPS  # one engine's worth of this scenario's request mix, requests per simulated second
     miss_rps: tuple[float, float] = (cal.PREFILL_MISS_RPS, cal.DECODE_MISS_RPS)  # per prefill, decode engine: measured to miss the SLA
     mode: str = DISAGG  # AGG: the workers are one aggregated set, the decode component (seed 003 "--mode agg")
@@ -104,7 +105,7 @@ class Scenario:
     def arrivals(self, scale: float) -> list[load_generator.Arrival]:
         if self.trace is not None:
             return load_generator.trace_schedule(self.trace, scale, self.block_tokens)
-        return load_generator.schedule(self.shape, self.peak_engines * self.engine_rps, scale, self.isl, self.osl)
+        return load_generator.schedule(self.shape, self.peak_engines * self.engine_rps, scale, self.isl, self.osl, self.isl_spread)
 
 
 def planner_spec(t: Timeouts, **changes: object) -> PlannerSpec:
@@ -394,6 +395,8 @@ async def run(
         harness = ScalingHarness(
             deployment, templates, gpus, t0=time.monotonic(), ack_delay_s=ack_delay_s / t.planner_time_scale, acknowledge=acknowledge
         )
+    # NB: test_s bounds what the implementation does; the scenario's own length is the time scale's.
+    ctx.extend_deadline(scenario.duration_s / t.planner_time_scale, f"the scenario's {scenario.duration_s:g} simulated s")
     arrivals = scenario.arrivals(t.planner_time_scale)
     if sends_token_ids(deployment):
         arrivals = load_generator.as_token_ids(arrivals)

@@ -6,8 +6,10 @@ The busy component starts at two workers, the idle one at one:
   (0.85 requests/s each, measured): two engines are a quarter over what they serve, so decode's ITL
   passes the SLA on both within seconds and stays there until a third serves; prefill stays far
   under its TTFT.
-- ``prefill-bound``: longer prompts, few outputs (ISL 192, OSL 8) at 2.5 prefill engines' worth
-  (1.9 requests/s each). The reverse.
+- ``prefill-bound``: longer prompts, few outputs (ISL 192, OSL 8) at 2.8 prefill engines' worth
+  (1.9 requests/s each): two engines take 2.66 requests/s each, a third over the 2.0 they serve, so
+  even the median TTFT is far over the SLA; decode stays far under its ITL. At 2.5 the median stayed
+  under the SLA, and a planner whose estimate was accurate held two engines by the seed's own rule.
 
 For the busy component: from t=40 s (``_scenarios.LOAD_RULES_SETTLED_AT``: the backlog of the
 first seconds has drained) the SLA holds; and once a conformant planner could have added the one
