@@ -17,7 +17,10 @@ environment cannot judge (``ProfileSpec.elsewhere``; listed under ``judgedElsewh
 core feature is not missing when unsupported), nor do the tests and cases another environment of the
 profile judges instead of this one (``ProfileSpec.elsewhere_tests``, also listed there). A section's
 result is ``failure`` when a test failed, ``partial`` when none failed but one was skipped (core
-also: a core feature is unsupported, or no core test ran at all), ``success`` otherwise.
+also: a core feature is unsupported, or no core test ran at all), ``success`` otherwise. Each failed
+case is listed under the section's ``failures`` with the seed sentence its test enforces and what the
+suite adds to it (``suiteNote``: the bounds and figures that are the suite's, not the seed's), so a
+reader tells an implementation's departure from the seed from a number of the suite's.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ PARTIAL = "partial"
 FAILURE = "failure"
 CORE = "core"
 EXTENDED = "extended"
+MESSAGE_CHARS = 600  # of a failure's first line in the report (junit.xml keeps the whole message)
 
 
 @dataclass(frozen=True)
@@ -64,10 +68,21 @@ class CaseRecord:
     """Where a failed case failed: ``setup: <step>``, ``check`` or ``cleanup`` ('' when it did not fail)."""
     provisional: bool = False
     description: str = ""
+    seed: str = ""
+    """Where the test's rule is written: ``seed 003, <section>: "<the seed's sentence>"`` ('' when it cites none)."""
+    suite_note: str = ""
+    """What the suite adds to the seed's words (its own bounds and figures among them), as the test states it."""
 
     @property
     def name(self) -> str:
         return f"{self.test}[{self.case}]"
+
+    def failure(self) -> dict[str, str]:
+        """The report's entry for a failed case: the rule it broke as the seed words it, the suite's own numbers in the
+        verdict, and the first line of what was seen, so a vendor can tell its departure from the suite's bound."""
+        entry = {"case": self.name, "seed": self.seed, "suiteNote": self.suite_note}
+        entry["message"] = self.message.splitlines()[0][:MESSAGE_CHARS] if self.message else ""
+        return {k: v for k, v in entry.items() if v}
 
 
 @dataclass(frozen=True)
@@ -161,6 +176,7 @@ def _summary(core: Mapping[str, Any], extended: Mapping[str, Any], unsupported_c
 def profile_report(profile: ProfileSpec, records: Iterable[CaseRecord], supported: frozenset[str]) -> dict[str, Any]:
     statuses: dict[str, dict[str, str]] = {CORE: {}, EXTENDED: {}}
     elsewhere: dict[str, list[str]] = {CORE: [], EXTENDED: []}
+    failures: dict[str, list[dict[str, str]]] = {CORE: [], EXTENDED: []}
     for test, cases in _by_test(r for r in records if profile.covers(r.features)).items():
         section = profile.section(cases[0].features)
         if set(cases[0].features) & profile.elsewhere or test in profile.elsewhere_tests:
@@ -174,9 +190,13 @@ def profile_report(profile: ProfileSpec, records: Iterable[CaseRecord], supporte
         if status == NOT_SUPPORTED:
             status = SKIPPED if section == CORE else NOT_SUPPORTED
         statuses[section][test] = status
+        failures[section] += [r.failure() for r in here if r.status == FAILED]
     unsupported_core = sorted(profile.core - supported - profile.elsewhere)
     core = _section(CORE, statuses[CORE], unsupported_core=unsupported_core)
     extended = _section(EXTENDED, statuses[EXTENDED])
+    for name, section_report in ((CORE, core), (EXTENDED, extended)):
+        if failures[name]:
+            section_report["failures"] = failures[name]
     if profile.elsewhere or profile.elsewhere_tests:
         core["judgedElsewhere"], extended["judgedElsewhere"] = sorted(elsewhere[CORE]), sorted(elsewhere[EXTENDED])
     extended["supportedFeatures"] = sorted(profile.extended & supported)

@@ -95,6 +95,8 @@ def case_records(tests: Sequence[ConformanceTest], records: Mapping[Key, Mapping
                     phase=str(raw.get("phase", "")),
                     provisional=test.provisional,
                     description=test.description,
+                    seed=f'{test.seed}: "{test.seed.quote}"',
+                    suite_note=test.seed.note,
                 )
             )
     return out

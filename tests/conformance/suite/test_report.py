@@ -71,6 +71,19 @@ def test_a_test_counts_once_failed_if_any_case_failed() -> None:
     assert profile["core"]["failedTests"] == ["T"]
 
 
+def test_a_failed_case_is_listed_with_the_seed_sentence_and_what_the_suite_adds_to_it() -> None:
+    seed = 'seed 003, VirtualConnector: "Timeout: ... the planner proceeds with new decisions anyway."'
+    broken = cr.CaseRecord(
+        test="T", case="never-ack", status=cr.FAILED, features=(CORE_A,), seed=seed, suite_note="the 3 load intervals are the suite's",
+        message="1 decision in 131 s\nworkers over time: ...",
+    )
+    profile = profile_of(broken, case("T", cr.PASSED, case_id="late-ack"), case("U", cr.PASSED))
+    assert profile["core"]["failures"] == [
+        {"case": "T[never-ack]", "seed": seed, "suiteNote": "the 3 load intervals are the suite's", "message": "1 decision in 131 s"}
+    ]
+    assert "failures" not in profile["extended"]  # nothing failed there
+
+
 def test_a_test_with_one_passed_case_and_the_others_skipped_counts_as_passed() -> None:
     profile = profile_of(case("T", cr.PASSED, case_id="a"), case("T", cr.SKIPPED, case_id="b"))
     assert profile["core"]["statistics"] == {"passed": 1, "failed": 0, "skipped": 0}
