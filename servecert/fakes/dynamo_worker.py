@@ -161,6 +161,15 @@ class FakeEngineBackend(LLMEngine):  # type: ignore[misc]  # NB: dynamo is untyp
             with contextlib.suppress(Exception):
                 fpm.shutdown()
 
+    async def is_quiescent(self) -> bool:
+        """Dynamo's Worker polls it on a leaving prefill worker after its grace period, before ``cleanup``: quiescent
+        once nothing is being prefilled and every KV handle made is pulled or past its pull's due time (what vLLM's
+        transfers finishing means). Not answering made each scale-down of prefill wait out the 25 s drain budget."""
+        engine, runner = self.engine, self._runner
+        if engine is None or runner is None:
+            return True
+        return not engine.running and not engine.waiting and server.in_flight(runner.app) == 0
+
     # -- KV events and load, pushed to Dynamo ---------------------------------------------------------
     async def kv_event_sources(self) -> list[KvEventSource]:
         if self.config.role == "decode":

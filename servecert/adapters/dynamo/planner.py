@@ -28,7 +28,8 @@ What runs as it would in production (each a cause of an unfair verdict before; `
   revoked as it exits, so it leaves discovery then, not when a file store's 10 s expiry runs out.
 - **Scale-downs as a terminating pod's**: a removed worker gets SIGTERM, leaves discovery, and keeps Dynamo's
   default grace period and prefill drain (the router adapter's test-speed zeros are not set), so the requests
-  already sent to it finish; ``remove_worker`` returns once it left discovery, its exit goes on in the background.
+  already sent to it finish (the fake prefill engine answers Dynamo's ``is_quiescent`` once its KV handles were
+  pulled); ``remove_worker`` returns once it unregistered, its exit goes on in the background.
 - **Every setting the spec carries that Dynamo has**: the acknowledgement timeout
   (``SCALING_MAX_WAIT_TIME``, checked every second), ``scale_down_sensitivity``
   (``load_scaling_down_sensitivity``, in percent), the predictor, both loops' switches.
@@ -47,6 +48,7 @@ Every process is started by this module and ended by its pid in ``close()``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -65,6 +67,7 @@ from servecert.adapters.contract import (
     Environment,
     PlannerSpec,
     Proc,
+    ProcessStartError,
     WorkerRef,
     cache_root,
     features,
@@ -86,6 +89,7 @@ TEST_SPEED_SHUTDOWN = ("DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS", "DYN_PREFILL_D
 """The router adapter's test-speed shutdown settings, which the planner's deployment leaves at Dynamo's defaults."""
 WORKER_EXIT_S = 45.0  # a leaving worker's grace (5 s), prefill drain (at most 30 s) and cleanup, before SIGKILL
 LEAVE_DISCOVERY_S = 10.0
+UNREGISTERED = "Endpoint unregistered from discovery"  # Dynamo's backend Worker, right after SIGTERM
 ACK_CHECK_INTERVAL_S = 1  # SCALING_CHECK_INTERVAL: how often its Virtual connector looks for the acknowledgement
 PLANNER_FEATURES = frozenset(
     {
@@ -193,21 +197,25 @@ class DynamoPlannerDeployment(DynamoDeployment):
         await self._start_planner()
 
     async def remove_worker(self, ref: WorkerRef) -> None:
-        """As a Kubernetes scale-down: the worker gets SIGTERM and leaves discovery (Dynamo unregisters it at once), and
-        this returns then; its grace period, drain and exit go on in the background, as a terminating pod's do."""
+        """As a Kubernetes scale-down: the worker gets SIGTERM and unregisters from discovery at once (its log says
+        so), and this returns then; its grace period, drain and exit go on in the background, as a terminating pod's.
+        """
         worker = self._by_engine.pop(ref.engine_id, None)
         if ref in self.workers:
             self.workers.remove(ref)
         if worker is None:
             return
+        log, since = worker.proc.log_path, _size(worker.proc.log_path)
         task = asyncio.get_running_loop().create_task(self._stop_within(worker.proc, WORKER_EXIT_S), name=f"exit-{ref.name}")
         self._exiting.add(task)
         task.add_done_callback(self._exiting.discard)
 
-        async def left() -> bool:
-            return worker.instance_id not in await self._frontend_instances()
+        async def unregistered() -> bool:
+            return UNREGISTERED in _read_from(log, since) or not worker.proc.running
 
-        await wait_for(left, Deadline(LEAVE_DISCOVERY_S), f"{worker.proc.name} to leave discovery after SIGTERM", [])
+        # NB: best effort: a worker that never logs it still leaves; the scale-down is not failed for a log line.
+        with contextlib.suppress(ProcessStartError):
+            await wait_for(unregistered, Deadline(LEAVE_DISCOVERY_S), f"{worker.proc.name} to unregister", [])
 
     async def _stop_within(self, proc: Proc, grace_s: float) -> None:
         await proc.stop(grace_s)
@@ -271,6 +279,22 @@ class DynamoPlannerDeployment(DynamoDeployment):
             return FIRST_TICK.search(proc.tail()) is not None
 
         await wait_for(ticking, Deadline(PLANNER_READY_S), "Dynamo's planner to log its first decision", [proc], poll_s=0.5)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_from(path: Path, offset: int) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 @dataclass
