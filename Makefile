@@ -1,15 +1,17 @@
 # The README's two commands: `make test` and `make certify`. Both work on a fresh machine:
 # they create .venv, install what they need (Python packages; Debian's haproxy for the DGD's
-# traffic proxy and prometheus, which seed 003's planners read traffic from), build the embedded
-# cluster's binaries from Go modules (`servecert setup`, with progress, before any test starts),
-# and run through tox, which holds the environments.
+# traffic proxy; Debian's prometheus binary, which seed 003's planners read traffic from, into the
+# cache), build the embedded cluster's binaries from Go modules (`servecert setup`, with progress,
+# before any test starts), and run through tox, which holds the environments.
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml tox.ini | cksum | cut -d' ' -f1)
 
-DEBIAN_PACKAGES := haproxy prometheus
+DEBIAN_PACKAGES := haproxy
+CACHE := $(or $(SERVECERT_CACHE),$(HOME)/.cache/servecert)
+PROMETHEUS := $(CACHE)/tools/prometheus
 
-.PHONY: test certify lint bench nightly clean debian-packages setup dynamo-planner
+.PHONY: test certify lint bench nightly clean debian-packages prometheus setup dynamo-planner
 
 $(STAMP): pyproject.toml tox.ini
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python >= 3.11"; exit 1; }
@@ -32,8 +34,19 @@ debian-packages:
 		fi; \
 	fi
 
+# Debian's prometheus binary alone, unpacked from its package into the cache: installing the package
+# would also install (and on a systemd host start) a service listening on every interface.
+prometheus:
+	@if command -v prometheus >/dev/null || [ -x "$(PROMETHEUS)" ]; then exit 0; fi; \
+	echo "fetching Debian's prometheus (its binary only, into $(PROMETHEUS))"; \
+	tmp=$$(mktemp -d) && cd $$tmp && \
+	{ apt-get download prometheus >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get download prometheus; }; } && \
+	dpkg-deb -x prometheus_*.deb unpacked && mkdir -p "$(dir $(PROMETHEUS))" && cp unpacked/usr/bin/prometheus "$(PROMETHEUS)"; \
+	status=$$?; cd / && rm -rf $$tmp; \
+	[ $$status = 0 ] || { echo "error: could not fetch Debian's prometheus: run 'sudo apt-get install prometheus', or set SERVECERT_PROMETHEUS to a prometheus binary"; exit 1; }
+
 # The cluster binaries (a cold build: about 6 min on 2 cores), outside every test's timeout.
-setup: $(STAMP) debian-packages
+setup: $(STAMP) debian-packages prometheus
 	$(VENV)/bin/servecert setup --env cluster
 
 test: setup
@@ -43,7 +56,7 @@ test: setup
 # process profiles are certified; the cluster certify's own setup step waits for that build.
 # NB: started here, not in tox: tox reads a command's output through a pipe it stops reading
 # once the command exits, so a build started there would lose its progress lines.
-certify: $(STAMP) debian-packages
+certify: $(STAMP) debian-packages prometheus
 	@$(VENV)/bin/servecert setup --env cluster --start
 	@$(VENV)/bin/tox run -e certify; status=$$?; $(VENV)/bin/servecert setup --stop; exit $$status
 
@@ -58,8 +71,8 @@ nightly: $(STAMP)
 
 # Dynamo 1.6.1's planner, for `--implementation dynamo-planner` (docs/dynamo.md): a virtualenv of its own
 # in the cache (it pins kubernetes<33, past which the suite is), never inside the repository.
-DYNAMO_PLANNER_VENV ?= $(or $(SERVECERT_CACHE),$(HOME)/.cache/servecert)/dynamo-planner
-dynamo-planner: debian-packages
+DYNAMO_PLANNER_VENV ?= $(CACHE)/dynamo-planner
+dynamo-planner: debian-packages prometheus
 	$(PYTHON) -m venv $(DYNAMO_PLANNER_VENV)
 	$(DYNAMO_PLANNER_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(DYNAMO_PLANNER_VENV)/bin/python -m pip install --quiet -r servecert/adapters/dynamo/planner-requirements.txt

@@ -65,5 +65,5 @@ async def test_a_planners_query_groups_by_the_label_the_scrape_adds(tmp_path) ->
 
 def test_a_missing_binary_names_the_command_that_installs_it(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv(prom.BINARY_ENV, str(tmp_path / "no-prometheus"))
-    with pytest.raises(AdapterError, match="make debian-packages"):
+    with pytest.raises(AdapterError, match="make prometheus"):
         prom.prometheus_binary()

@@ -11,9 +11,10 @@ this server beside it (part of the vendor contract: any adapter may use it):
         a free 127.0.0.1 port with its data in workdir/prometheus-data, waits for ``/-/ready``
         -> PrometheusServer(proc, url): the planner is given ``url``; ``stop()`` ends it by pid.
 
-The binary is the host's (``make debian-packages`` installs Debian's ``prometheus``; the README's
-commands run that step); when it is missing the error names the command. Nothing here changes the
-host: the server listens on loopback only and keeps its data in the deployment's folder.
+The binary is ``$SERVECERT_PROMETHEUS``, the host's, or Debian's unpacked into the cache by ``make
+prometheus`` (the README's commands run that step; the package itself would install a service); when
+none is found the error names the command. Nothing here changes the host: the server listens on
+loopback only and keeps its data in the deployment's folder.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import aiohttp
 
-from servecert.adapters.contract import AdapterError, Deadline, Proc, free_port, wait_for
+from servecert.adapters.contract import AdapterError, Deadline, Proc, cache_root, free_port, wait_for
 
 BINARY_ENV = "SERVECERT_PROMETHEUS"
 READY_S = 20.0
@@ -44,13 +45,15 @@ class ScrapeTarget:
 
 
 def prometheus_binary() -> Path:
-    """``$SERVECERT_PROMETHEUS``, else ``prometheus`` on PATH; AdapterError naming the install command."""
+    """``$SERVECERT_PROMETHEUS``, else ``prometheus`` on PATH, else the cache's (``make prometheus``); AdapterError
+    naming the command that fetches it."""
     given = os.environ.get(BINARY_ENV)
-    found = given or shutil.which("prometheus") or ("/usr/bin/prometheus" if Path("/usr/bin/prometheus").is_file() else None)
+    cached = cache_root() / "tools" / "prometheus"
+    found = given or shutil.which("prometheus") or (str(cached) if cached.is_file() else None)
     if not found or not Path(found).is_file():
         raise AdapterError(
             "a Prometheus server is needed here (seed 003: the planner queries Prometheus for traffic metrics) and "
-            f"none was found: run `make debian-packages` (installs Debian's prometheus), or set {BINARY_ENV} to a "
+            f"none was found: run `make prometheus` (Debian's binary, into {cached}), or set {BINARY_ENV} to a "
             "prometheus binary"
         )
     return Path(found)
