@@ -396,8 +396,8 @@ class DynamoDeployment:
         if worker is not None:
             await self._stop(worker.proc)
 
-    async def _stop(self, proc: Proc) -> None:
-        await proc.stop(WORKER_STOP_S)
+    async def _stop(self, proc: Proc, grace_s: float = WORKER_STOP_S) -> None:
+        await proc.stop(grace_s)
         if proc in self._procs:
             self._procs.remove(proc)
 

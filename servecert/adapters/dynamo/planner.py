@@ -206,7 +206,7 @@ class DynamoPlannerDeployment(DynamoDeployment):
         if worker is None:
             return
         log, since = worker.proc.log_path, _size(worker.proc.log_path)
-        task = asyncio.get_running_loop().create_task(self._stop_within(worker.proc, WORKER_EXIT_S), name=f"exit-{ref.name}")
+        task = asyncio.get_running_loop().create_task(self._stop(worker.proc, WORKER_EXIT_S), name=f"exit-{ref.name}")
         self._exiting.add(task)
         task.add_done_callback(self._exiting.discard)
 
@@ -216,11 +216,6 @@ class DynamoPlannerDeployment(DynamoDeployment):
         # NB: best effort: a worker that never logs it still leaves; the scale-down is not failed for a log line.
         with contextlib.suppress(ProcessStartError):
             await wait_for(unregistered, Deadline(LEAVE_DISCOVERY_S), f"{worker.proc.name} to unregister", [])
-
-    async def _stop_within(self, proc: Proc, grace_s: float) -> None:
-        await proc.stop(grace_s)
-        if proc in self._procs:
-            self._procs.remove(proc)
 
     async def close(self) -> None:
         await asyncio.gather(*list(self._exiting), return_exceptions=True)

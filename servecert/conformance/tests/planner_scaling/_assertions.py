@@ -52,14 +52,15 @@ def changes_must_be_one_worker_per_interval(run: ScenarioRun, floor_may_raise: b
             if moved <= 1:
                 continue
             reached = value_at(run.held(component), t - 1e-6) + sum(within)
-            if floor_may_raise and all(d > 0 for d in within) and reached <= rise_bound(run, t):
+            bound = rise_bound(run, t)
+            if floor_may_raise and all(d > 0 for d in within) and reached <= bound:
                 continue
             raise AssertionError(
                 f"{component}: {moved} workers were added or removed within one load interval ({run.load_interval:g} s) "
                 f"from t={t:.1f} s; changes were {[(round(a, 1), d) for a, d in changes]}; decisions (t, id, prefill, decode) were "
                 f"{decisions}"
                 + (
-                    f"; a rise to a throughput floor may reach {rise_bound(run, t)} workers at most (what the offered load of "
+                    f"; a rise to a throughput floor may reach {bound} workers at most (what the offered load of "
                     f"the last two throughput windows needs, plus one: the suite's bound), and removals are one at a time"
                     if floor_may_raise
                     else "; the throughput loop is off, so every change is the load rule's +/-1"
